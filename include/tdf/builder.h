@@ -1,0 +1,175 @@
+// File: tdf/builder.h
+//
+// A C++ builder for tdf graphs. Cond and While lower to Switch/Merge and
+// Enter/Merge/Switch/NextIteration/Exit exactly as TensorFlow's v1 control
+// flow does: values captured from outside a branch are switched on its
+// predicate, values captured from outside a loop enter it as loop invariants
+// (constant Enter), and nodes without inputs inside a branch or loop body are
+// triggered by the branch's or iteration's pivot. Call() emits an Invoke node
+// that StaticizeRecursion (tdf/transform.h) turns into Call/Return pairs.
+//
+//   tdf::GraphBuilder b;
+//   b.DefineFunction({"fib", {{"n", tdf::DType::kInt64}}, {{"r", tdf::DType::kInt64}}},
+//       [](tdf::GraphBuilder& f, const std::vector<tdf::Output>& a) -> std::vector<tdf::Output> {
+//         tdf::Output n = a[0];
+//         return f.Cond(f.LessEqual(n, f.Const<int64_t>(1)),
+//             [&] { return std::vector<tdf::Output>{f.Const<int64_t>(1)}; },
+//             [&] { return std::vector<tdf::Output>{
+//                       f.Add(f.Call("fib", {f.Sub(n, f.Const<int64_t>(1))})[0],
+//                             f.Call("fib", {f.Sub(n, f.Const<int64_t>(2))})[0])}; });
+//       });
+//   tdf::Output n = b.Placeholder("n", tdf::DType::kInt64);
+//   b.Identity(b.Call("fib", {n})[0], "result");
+//   absl::StatusOr<tdf::Graph> graph = b.Build();
+//
+// Errors (wrong dtypes, unknown functions, ...) are recorded: the first one
+// is returned by status() and Build(), and later calls become no-ops that
+// return invalid Outputs.
+#ifndef TDF_BUILDER_H_
+#define TDF_BUILDER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tdf/graph.h"
+
+namespace tdf {
+
+class GraphBuilder;
+
+// One output of a node being built.
+struct Output {
+  const GraphBuilder* builder = nullptr;
+  int node = -1;
+  int port = 0;
+  bool valid() const { return builder != nullptr && node >= 0; }
+};
+
+struct WhileOptions {
+  int parallel_iterations = 10;
+  std::string name;  // frame name; generated when empty
+};
+
+class GraphBuilder {
+ public:
+  using BranchFn = std::function<std::vector<Output>()>;
+  using LoopCondFn = std::function<Output(const std::vector<Output>&)>;
+  using LoopBodyFn = std::function<std::vector<Output>(const std::vector<Output>&)>;
+  using FunctionBodyFn = std::function<std::vector<Output>(GraphBuilder&, const std::vector<Output>&)>;
+
+  // Builds a main graph with its own function library.
+  GraphBuilder();
+  ~GraphBuilder();
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+
+  // ---- generic ----
+  // Adds a node. `name` is made unique when empty or taken. Returns output 0.
+  Output Op(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs = {},
+            const std::string& name = "");
+  // All outputs of a node (as many as its dtype rule yields).
+  std::vector<Output> Outputs(Output node) const;
+  // Adds a control edge src -> dst (both must be in compatible contexts).
+  void AddControlInput(Output dst, Output src);
+  // Sets the device of the node ("cpu", "cuda:0").
+  void SetDevice(Output node, const std::string& device);
+
+  // ---- sources ----
+  Output Placeholder(const std::string& name, DType dtype);
+  Output Const(const Tensor& value, const std::string& name = "");
+  template <typename T>
+  Output Const(T value, const std::string& name = "") {
+    return Const(Tensor::Scalar<T>(value), name);
+  }
+  Output Variable(const std::string& name, const Tensor& initial_value);
+  Output Read(Output variable);
+  Output Assign(Output variable, Output value);
+  Output AssignAdd(Output variable, Output delta);
+
+  // ---- elementwise and tensor ops ----
+  Output Identity(Output x, const std::string& name = "");
+  Output Add(Output a, Output b) { return Op("Add", {a, b}); }
+  Output Sub(Output a, Output b) { return Op("Sub", {a, b}); }
+  Output Mul(Output a, Output b) { return Op("Mul", {a, b}); }
+  Output Div(Output a, Output b) { return Op("Div", {a, b}); }
+  Output Mod(Output a, Output b) { return Op("Mod", {a, b}); }
+  Output Neg(Output x) { return Op("Neg", {x}); }
+  Output Less(Output a, Output b) { return Op("Less", {a, b}); }
+  Output LessEqual(Output a, Output b) { return Op("LessEqual", {a, b}); }
+  Output Greater(Output a, Output b) { return Op("Greater", {a, b}); }
+  Output GreaterEqual(Output a, Output b) { return Op("GreaterEqual", {a, b}); }
+  Output Equal(Output a, Output b) { return Op("Equal", {a, b}); }
+  Output NotEqual(Output a, Output b) { return Op("NotEqual", {a, b}); }
+  Output LogicalAnd(Output a, Output b) { return Op("LogicalAnd", {a, b}); }
+  Output LogicalOr(Output a, Output b) { return Op("LogicalOr", {a, b}); }
+  Output LogicalNot(Output x) { return Op("LogicalNot", {x}); }
+  Output Cast(Output x, DType to) { return Op("Cast", {x}, {{"DstT", to}}); }
+  Output MatMul(Output a, Output b, bool transpose_a = false, bool transpose_b = false) {
+    return Op("MatMul", {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+  }
+  Output Tanh(Output x) { return Op("Tanh", {x}); }
+  Output Sigmoid(Output x) { return Op("Sigmoid", {x}); }
+  Output Relu(Output x) { return Op("Relu", {x}); }
+  Output Exp(Output x) { return Op("Exp", {x}); }
+  Output Log(Output x) { return Op("Log", {x}); }
+  Output Sum(Output x, std::vector<int64_t> axes = {}, bool keep_dims = false);
+  Output Mean(Output x, std::vector<int64_t> axes = {}, bool keep_dims = false);
+  Output Reshape(Output x, std::vector<int64_t> shape) { return Op("Reshape", {x}, {{"shape", std::move(shape)}}); }
+  Output Concat(const std::vector<Output>& xs, int64_t axis) { return Op("Concat", xs, {{"axis", axis}}); }
+  Output Gather(Output params, Output indices, int64_t axis = 0) {
+    return Op("Gather", {params, indices}, {{"axis", axis}});
+  }
+  Output Softmax(Output x) { return Op("Softmax", {x}); }
+
+  // ---- control flow ----
+  // Both branches return the same number of outputs with matching dtypes.
+  std::vector<Output> Cond(Output pred, const BranchFn& then_fn, const BranchFn& else_fn);
+  // while (cond(vars)) vars = body(vars); returns the final vars.
+  std::vector<Output> While(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
+                            const std::vector<Output>& loop_vars, const WhileOptions& options = {});
+
+  // ---- functions ----
+  absl::Status Declare(const FunctionSignature& signature);
+  // Declares the function (so its body may call itself), then builds its body
+  // with a child builder that shares this builder's library.
+  absl::Status DefineFunction(const FunctionSignature& signature, const FunctionBodyFn& body);
+  // Emits an Invoke node; returns one Output per result of `function`.
+  std::vector<Output> Call(const std::string& function, const std::vector<Output>& args);
+
+  // ---- results ----
+  DType dtype(Output o) const;
+  // "node" or "node:port", for Session::Run fetches.
+  std::string Name(Output o) const;
+  const absl::Status& status() const { return status_; }
+  // The built graph (main graph + library). Fails with the first error.
+  absl::StatusOr<Graph> Build() const;
+  FunctionLibrary& library() { return *library_; }
+
+  struct Context;  // a cond branch or a loop body (internal)
+
+ private:
+  GraphBuilder(FunctionLibrary* library, bool is_function);
+  struct NodeInfo;
+  void Fail(absl::Status s);
+  std::string UniqueName(const std::string& base);
+  // Makes `o` usable in the current context: inserts Switch (cond branch) or
+  // constant Enter (loop body) nodes for every context boundary crossed.
+  Output Capture(Output o);
+  Output AddNode(NodeDef def, int context, std::vector<DType> output_types);
+
+  FunctionLibrary owned_library_;
+  FunctionLibrary* library_;  // owned_library_ or a parent builder's
+  bool is_function_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<std::unique_ptr<Context>> contexts_;  // index 0: the top level
+  int current_context_ = 0;
+  absl::Status status_;
+  int name_counter_ = 0;
+};
+
+}  // namespace tdf
+
+#endif  // TDF_BUILDER_H_

@@ -1,0 +1,90 @@
+// File: tdf/kernel.h
+//
+// Kernels compute tensor ops. The executor creates one OpKernel per node when
+// it compiles a graph (so attributes are parsed once, not per firing) and
+// calls Compute once per live firing. Control-flow ops have no kernels: the
+// executor implements them.
+//
+//   class SquareKernel final : public tdf::OpKernel {
+//    public:
+//     absl::Status Compute(tdf::KernelContext& ctx) override { ... }
+//   };
+//   tdf::KernelRegistry::Global()->Register("Square", tdf::Device::Type::kCpu,
+//       [](const tdf::NodeDef&) -> absl::StatusOr<std::unique_ptr<tdf::OpKernel>> {
+//         return std::make_unique<SquareKernel>(); });
+#ifndef TDF_KERNEL_H_
+#define TDF_KERNEL_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "tdf/graph.h"
+#include "tdf/tensor.h"
+
+namespace tdf {
+
+class KernelContext {
+ public:
+  KernelContext(const Tensor* const* inputs, int num_inputs, Tensor* outputs, int num_outputs, Device device)
+      : inputs_(inputs), num_inputs_(num_inputs), outputs_(outputs), num_outputs_(num_outputs), device_(device) {}
+
+  int num_inputs() const { return num_inputs_; }
+  int num_outputs() const { return num_outputs_; }
+  const Tensor& input(int i) const { return *inputs_[i]; }
+  void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
+  Tensor& output(int i) { return outputs_[i]; }
+  Device device() const { return device_; }
+  // Opaque per-device state (the CUDA stream of the run); null on the CPU.
+  void* device_context() const { return device_context_; }
+  void set_device_context(void* c) { device_context_ = c; }
+  // Variable storage of the session (for Read/Assign kernels).
+  void* session_state() const { return session_state_; }
+  void set_session_state(void* s) { session_state_ = s; }
+
+ private:
+  const Tensor* const* inputs_;
+  int num_inputs_;
+  Tensor* outputs_;
+  int num_outputs_;
+  Device device_;
+  void* device_context_ = nullptr;
+  void* session_state_ = nullptr;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  // Errors need not name the node: the executor adds node, op and tag.
+  virtual absl::Status Compute(KernelContext& ctx) = 0;
+};
+
+using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const NodeDef& node)>;
+
+class KernelRegistry {
+ public:
+  // The process-wide registry with the built-in CPU (and, in a CUDA build,
+  // GPU) kernels registered on first use.
+  static KernelRegistry* Global();
+
+  void Register(const std::string& op, Device::Type device, KernelFactory factory);
+  // Errors (kUnimplemented) naming the node when no kernel exists.
+  absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device::Type device) const;
+  bool Has(const std::string& op, Device::Type device) const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::pair<std::string, Device::Type>, KernelFactory> factories_ ABSL_GUARDED_BY(mu_);
+};
+
+// Defined in src/runtime/kernels/; called by KernelRegistry::Global().
+void RegisterCpuKernels(KernelRegistry& registry);
+// Defined in src/cuda/ (a no-op in a build without CUDA).
+void RegisterCudaKernels(KernelRegistry& registry);
+
+}  // namespace tdf
+
+#endif  // TDF_KERNEL_H_

@@ -1,0 +1,134 @@
+// File: tdf/session.h
+//
+// A Session compiles a graph (with its function library) once and runs it
+// many times, possibly from several threads at once. Variables persist across
+// runs.
+//
+//   tdf::Graph graph = tdf::reference::FibProgram();
+//   absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(graph);
+//   tdf::RunStats stats;
+//   absl::StatusOr<std::vector<tdf::Tensor>> out =
+//       (*session)->Run({{"n", tdf::Tensor::Scalar<int64_t>(30)}}, {"result"}, {}, &stats);
+//   // out->at(0).scalar<int64_t>() == 1346269
+#ifndef TDF_SESSION_H_
+#define TDF_SESSION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tdf/graph.h"
+#include "tdf/tensor.h"
+
+namespace tdf {
+
+enum class ExecutionMode {
+  // Functions are compiled once into the static graph (StaticizeRecursion);
+  // each invocation is a frame (design.md §2-3).
+  kStatic,
+  // The dynamic-expansion baseline: each Invoke instantiates a fresh copy of
+  // the callee's body at run time.
+  kDynamic,
+};
+
+// One event per node firing, for tracing.
+struct FiringEvent {
+  const std::string* node;  // not owned; lives as long as the session
+  const std::string* op;
+  std::string tag;           // list view, newest label first
+  int worker;
+  bool dead;
+  int64_t start_ns;  // since the run started
+  int64_t end_ns;
+};
+
+// Observers see every firing. Called concurrently from worker threads.
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  virtual void OnFiring(const FiringEvent& event) = 0;
+};
+
+struct SessionOptions {
+  ExecutionMode mode = ExecutionMode::kStatic;
+  int num_workers = 1;                 // threads of the run's task arena
+  int default_parallel_iterations = 10; // for Enter nodes without the attr
+  int64_t max_live_frames = 10'000'000; // a run exceeding it fails (ResourceExhausted)
+  int64_t max_tag_depth = 2'000'000;    // nesting of calls and loops
+  absl::Duration deadline = absl::InfiniteDuration();  // per run
+  bool collect_node_stats = false;      // per-node firing counts in RunStats
+  // Chrome trace JSON (opens in Perfetto) written after each run. Also
+  // switched on by the environment variable TDF_TRACE=path.
+  std::string trace_path;
+  ExecutionObserver* observer = nullptr;  // not owned
+  // Device placement (tdf/placement in the CUDA issue).
+  bool place_tensor_ops_on_gpu = false;
+  bool fallback_to_cpu = true;  // a cuda:N node without a device runs on the CPU
+};
+
+struct RunStats {
+  int64_t firings = 0;          // every node firing, live and dead
+  int64_t live_firings = 0;
+  int64_t dead_firings = 0;
+  std::map<std::string, std::pair<int64_t, int64_t>> firings_by_op;  // op -> (live, dead)
+  std::map<std::string, std::pair<int64_t, int64_t>> firings_by_node;  // when collect_node_stats
+  int64_t frames_created = 0;   // invocations, loop iterations and the root
+  int64_t peak_live_frames = 0;
+  int64_t live_frames_after_run = 0;  // always 0 unless something leaked
+  int64_t max_tag_depth = 0;
+  int64_t instantiations = 0;   // dynamic mode: function bodies copied
+  absl::Duration elapsed;
+  int num_workers = 0;
+};
+
+// Cancels runs from another thread.
+class CancellationToken {
+ public:
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+class Session {
+ public:
+  // Validates, transforms (static mode) and compiles `graph`. Errors name the
+  // offending node.
+  static absl::StatusOr<std::unique_ptr<Session>> Create(const Graph& graph, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Feeds placeholders, fires the graph, returns the fetched tensors in order.
+  // `fetches` are "node" or "node:port"; `targets` are nodes that must run.
+  // Thread-safe: several runs may be in flight at once.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches,
+                                          const std::vector<std::string>& targets = {},
+                                          RunStats* stats = nullptr, const CancellationToken* cancel = nullptr);
+
+  const SessionOptions& options() const { return options_; }
+  // The graph that runs (after transformation in static mode).
+  const Graph& executable_graph() const;
+  // The current value of a variable (by the Variable node's name).
+  absl::StatusOr<Tensor> ReadVariable(const std::string& name) const;
+  absl::Status AssignVariable(const std::string& name, const Tensor& value);
+
+  class Impl;
+
+ private:
+  Session(SessionOptions options, std::unique_ptr<Impl> impl);
+  SessionOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tdf
+
+#endif  // TDF_SESSION_H_

@@ -1,0 +1,269 @@
+// File: tdf/tensor.h
+//
+// tdf::Tensor: dtype x shape x refcounted buffer on a device.
+//
+// The executor moves billions of scalar tokens, so a Tensor is 16 bytes and a
+// CPU scalar lives inline in it: creating, copying and destroying a scalar
+// never touches the heap or an atomic. Everything else (rank >= 1, or any
+// tensor on a GPU) points at a refcounted Rep that owns its shape and shares a
+// refcounted Buffer (so Reshape is O(1) and copies share storage).
+//
+//   tdf::Tensor a = tdf::Tensor::Scalar<int64_t>(30);
+//   absl::StatusOr<tdf::Tensor> m = tdf::Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2});
+//   float x = m->data<float>()[3];
+#ifndef TDF_TENSOR_H_
+#define TDF_TENSOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace tdf {
+
+enum class DType : uint8_t {
+  kInvalid = 0,
+  kBool = 1,
+  kInt32 = 2,
+  kInt64 = 3,
+  kFloat32 = 4,
+  kFloat64 = 5,
+};
+
+// "bool", "int32", "int64", "float32", "float64" ("invalid" otherwise).
+absl::string_view DTypeName(DType dtype);
+absl::StatusOr<DType> DTypeFromName(absl::string_view name);
+// Size of one element in bytes (0 for kInvalid).
+size_t DTypeSize(DType dtype);
+bool IsFloating(DType dtype);
+bool IsInteger(DType dtype);
+
+template <typename T>
+struct DTypeOf;
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
+
+// Calls fn(T{}) with the C++ type of `dtype`; returns false for kInvalid.
+template <typename Fn>
+bool DispatchDType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kBool: fn(bool{}); return true;
+    case DType::kInt32: fn(int32_t{}); return true;
+    case DType::kInt64: fn(int64_t{}); return true;
+    case DType::kFloat32: fn(float{}); return true;
+    case DType::kFloat64: fn(double{}); return true;
+    default: return false;
+  }
+}
+
+class Shape {
+ public:
+  Shape() = default;  // a scalar
+  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
+  explicit Shape(absl::Span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {}
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  int64_t dim(int i) const { return dims_[i]; }
+  absl::Span<const int64_t> dims() const { return dims_; }
+  int64_t num_elements() const;
+  bool is_scalar() const { return dims_.empty(); }
+  void AddDim(int64_t d) { dims_.push_back(d); }
+  void set_dim(int i, int64_t d) { dims_[i] = d; }
+  // Checks that every dim is >= 0 and the element count fits in int64.
+  absl::Status Validate() const;
+  std::string DebugString() const;  // "[2,3]"; "[]" for a scalar
+
+  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
+  friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
+
+ private:
+  absl::InlinedVector<int64_t, 4> dims_;
+};
+
+struct Device {
+  enum class Type : uint8_t { kCpu = 0, kCuda = 1 };
+  Type type = Type::kCpu;
+  int index = 0;
+
+  static Device Cpu() { return Device{}; }
+  static Device Cuda(int index) { return Device{Type::kCuda, index}; }
+  bool is_cpu() const { return type == Type::kCpu; }
+  std::string ToString() const;  // "cpu", "cuda:0"
+  static absl::StatusOr<Device> Parse(absl::string_view name);  // "" means cpu
+  friend bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
+  friend bool operator!=(Device a, Device b) { return !(a == b); }
+};
+
+// Raw storage. Allocated by the device's allocator; freed when the last
+// Rep referencing it goes away.
+class Buffer {
+ public:
+  using Deleter = void (*)(void* data, size_t bytes, Device device);
+  static Buffer* Allocate(size_t bytes, Device device);  // CPU: 64-byte aligned
+  // Takes ownership of `data`; `deleter` frees it.
+  static Buffer* Wrap(void* data, size_t bytes, Device device, Deleter deleter);
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref();
+
+ private:
+  Buffer(void* data, size_t bytes, Device device, Deleter deleter)
+      : data_(data), bytes_(bytes), device_(device), deleter_(deleter) {}
+  std::atomic<int32_t> refs_{1};
+  void* data_;
+  size_t bytes_;
+  Device device_;
+  Deleter deleter_;
+};
+
+class Tensor {
+ public:
+  // An invalid tensor (dtype kInvalid); the state of empty token slots.
+  Tensor() { std::memset(static_cast<void*>(this), 0, sizeof(Tensor)); }
+  Tensor(const Tensor& other) { CopyFrom(other); }
+  Tensor(Tensor&& other) noexcept {
+    std::memcpy(static_cast<void*>(this), &other, sizeof(Tensor));
+    other.heap_ = 0;
+    other.dtype_ = DType::kInvalid;
+  }
+  Tensor& operator=(const Tensor& other) {
+    if (this != &other) {
+      Release();
+      CopyFrom(other);
+    }
+    return *this;
+  }
+  Tensor& operator=(Tensor&& other) noexcept {
+    if (this != &other) {
+      Release();
+      std::memcpy(static_cast<void*>(this), &other, sizeof(Tensor));
+      other.heap_ = 0;
+      other.dtype_ = DType::kInvalid;
+    }
+    return *this;
+  }
+  ~Tensor() { Release(); }
+
+  template <typename T>
+  static Tensor Scalar(T value) {
+    static_assert(std::is_arithmetic_v<T>, "scalar type");
+    Tensor t;
+    t.dtype_ = DTypeOf<T>::value;
+    t.SetScalar(value);
+    return t;
+  }
+  // A zero-filled tensor. Errors on a negative dim or kInvalid.
+  static absl::StatusOr<Tensor> Zeros(DType dtype, const Shape& shape,
+                                      Device device = Device::Cpu());
+  // Uninitialized contents (for kernels that overwrite every element).
+  static absl::StatusOr<Tensor> Empty(DType dtype, const Shape& shape,
+                                      Device device = Device::Cpu());
+  template <typename T>
+  static absl::StatusOr<Tensor> FromVector(const std::vector<T>& values, const Shape& shape);
+  template <typename T>
+  static Tensor Vector(const std::vector<T>& values) {
+    return *FromVector<T>(values, Shape({static_cast<int64_t>(values.size())}));
+  }
+  // A tensor over an existing buffer (takes one reference to `buffer`).
+  static Tensor FromBuffer(DType dtype, const Shape& shape, Buffer* buffer);
+
+  bool valid() const { return dtype_ != DType::kInvalid; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const;
+  int rank() const { return heap_ ? u_.rep->shape.rank() : 0; }
+  int64_t num_elements() const { return heap_ ? u_.rep->num_elements : (valid() ? 1 : 0); }
+  bool is_scalar() const { return rank() == 0; }
+  // True for inline CPU scalars: the executor's fast path.
+  bool is_inline_scalar() const { return !heap_; }
+  Device device() const { return heap_ ? u_.rep->buffer->device() : Device::Cpu(); }
+  Buffer* buffer() const { return heap_ ? u_.rep->buffer : nullptr; }
+  size_t bytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
+
+  // Precondition: dtype() == DTypeOf<T> and the tensor is a CPU scalar (or
+  // has one element on the CPU). Use ScalarValue for a checked read.
+  template <typename T>
+  T scalar() const {
+    if (heap_) return *static_cast<const T*>(u_.rep->buffer->data());
+    T value;
+    std::memcpy(&value, &u_, sizeof(T));
+    return value;
+  }
+  template <typename T>
+  absl::StatusOr<T> ScalarValue() const;
+
+  // Element data (CPU tensors; for device tensors a device pointer).
+  // Precondition: dtype() == DTypeOf<T>.
+  template <typename T>
+  const T* data() const {
+    return heap_ ? static_cast<const T*>(u_.rep->buffer->data()) : reinterpret_cast<const T*>(&u_);
+  }
+  template <typename T>
+  T* mutable_data() {
+    return heap_ ? static_cast<T*>(u_.rep->buffer->data()) : reinterpret_cast<T*>(&u_);
+  }
+  const void* raw_data() const { return heap_ ? u_.rep->buffer->data() : static_cast<const void*>(&u_); }
+  void* raw_mutable_data() { return heap_ ? u_.rep->buffer->data() : static_cast<void*>(&u_); }
+
+  // Shares the buffer. Errors if the element counts differ.
+  absl::StatusOr<Tensor> Reshape(const Shape& shape) const;
+  // A deep copy on the same (CPU) device.
+  Tensor Clone() const;
+  // Errors unless dtype() == want, naming `what`.
+  absl::Status CheckDType(DType want, absl::string_view what) const;
+
+  // Same dtype, shape and element values (NaN != NaN). CPU tensors only.
+  bool Equals(const Tensor& other) const;
+  // "int64[] 30", "float32[2,2] [1, 2, 3, 4]" (first 16 elements).
+  std::string DebugString() const;
+
+ private:
+  struct Rep {
+    std::atomic<int32_t> refs{1};
+    Shape shape;
+    int64_t num_elements = 0;
+    Buffer* buffer = nullptr;  // owned reference
+  };
+  template <typename T>
+  void SetScalar(T value) {
+    std::memcpy(&u_, &value, sizeof(T));
+  }
+  void CopyFrom(const Tensor& other) {
+    std::memcpy(static_cast<void*>(this), &other, sizeof(Tensor));
+    if (heap_) u_.rep->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Release() {
+    if (heap_) ReleaseRep();
+  }
+  void ReleaseRep();
+  static Tensor MakeHeap(DType dtype, const Shape& shape, Buffer* buffer);
+
+  DType dtype_;
+  uint8_t heap_;  // 1: rep_ is valid; 0: inline scalar in u_
+  uint8_t reserved_[6];
+  // Inline scalar payload, or the Rep when heap_ is set.
+  union Payload {
+    int64_t i64;
+    double f64;
+    Rep* rep;
+  } u_;
+};
+
+static_assert(sizeof(Tensor) == 16, "Tensor must stay 16 bytes");
+
+}  // namespace tdf
+
+#endif  // TDF_TENSOR_H_

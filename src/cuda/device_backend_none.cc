@@ -1,0 +1,21 @@
+// The device backend of a build without CUDA: no devices, every device
+// operation fails with a clear Status.
+#include "cuda/device_backend.h"
+
+namespace tdf {
+namespace {
+absl::Status NoCuda() {
+  return absl::FailedPreconditionError("tdf was built without CUDA (TDF_ENABLE_CUDA=OFF)");
+}
+}  // namespace
+
+bool DeviceBackend::CompiledWithCuda() { return false; }
+int DeviceBackend::DeviceCount() { return 0; }
+std::string DeviceBackend::Describe() { return "no CUDA device: tdf was built without CUDA"; }
+Buffer* DeviceBackend::AllocateBuffer(size_t, Device) { return nullptr; }
+absl::Status DeviceBackend::Memset(void*, int, size_t, Device) { return NoCuda(); }
+absl::Status DeviceBackend::CopyHostToDevice(void*, const void*, size_t, Device) { return NoCuda(); }
+absl::Status DeviceBackend::CopyDeviceToHost(void*, const void*, size_t, Device) { return NoCuda(); }
+absl::Status DeviceBackend::CopyDeviceToDevice(void*, const void*, size_t, Device) { return NoCuda(); }
+
+}  // namespace tdf

@@ -1,0 +1,282 @@
+#include "tdf/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "cuda/device_backend.h"
+
+namespace tdf {
+
+absl::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "bool";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    default: return "invalid";
+  }
+}
+
+absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
+  for (DType d : {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64}) {
+    if (DTypeName(d) == name) return d;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
+}
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return 1;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kFloat32: return 4;
+    case DType::kFloat64: return 8;
+    default: return 0;
+  }
+}
+
+bool IsFloating(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+bool IsInteger(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
+
+int64_t Shape::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+absl::Status Shape::Validate() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in shape ", DebugString()));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return absl::InvalidArgumentError(absl::StrCat("shape ", DebugString(), " has too many elements"));
+    n *= d;
+  }
+  return absl::OkStatus();
+}
+
+std::string Shape::DebugString() const { return absl::StrCat("[", absl::StrJoin(dims_, ","), "]"); }
+
+std::string Device::ToString() const {
+  return type == Type::kCpu ? std::string("cpu") : absl::StrCat("cuda:", index);
+}
+
+absl::StatusOr<Device> Device::Parse(absl::string_view name) {
+  if (name.empty() || name == "cpu" || name == "cpu:0") return Device::Cpu();
+  if (name == "cuda" || name == "gpu") return Device::Cuda(0);
+  for (absl::string_view prefix : {"cuda:", "gpu:"}) {
+    if (absl::StartsWith(name, prefix)) {
+      int index = 0;
+      if (absl::SimpleAtoi(name.substr(prefix.size()), &index) && index >= 0) return Device::Cuda(index);
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", name, "' (want cpu or cuda:N)"));
+}
+
+namespace {
+void CpuFree(void* data, size_t, Device) { std::free(data); }
+}  // namespace
+
+Buffer* Buffer::Allocate(size_t bytes, Device device) {
+  if (device.is_cpu()) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    return new Buffer(p, bytes, device, &CpuFree);
+  }
+  return DeviceBackend::AllocateBuffer(bytes, device);
+}
+
+Buffer* Buffer::Wrap(void* data, size_t bytes, Device device, Deleter deleter) {
+  return new Buffer(data, bytes, device, deleter);
+}
+
+void Buffer::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (deleter_ != nullptr) deleter_(data_, bytes_, device_);
+    delete this;
+  }
+}
+
+const Shape& Tensor::shape() const {
+  static const Shape* const kScalar = new Shape();
+  return heap_ ? u_.rep->shape : *kScalar;
+}
+
+void Tensor::ReleaseRep() {
+  Rep* rep = u_.rep;
+  heap_ = 0;
+  if (rep->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    rep->buffer->Unref();
+    delete rep;
+  }
+}
+
+Tensor Tensor::MakeHeap(DType dtype, const Shape& shape, Buffer* buffer) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.heap_ = 1;
+  Rep* rep = new Rep;
+  rep->shape = shape;
+  rep->num_elements = shape.num_elements();
+  rep->buffer = buffer;
+  t.u_.rep = rep;
+  return t;
+}
+
+Tensor Tensor::FromBuffer(DType dtype, const Shape& shape, Buffer* buffer) {
+  buffer->Ref();
+  return MakeHeap(dtype, shape, buffer);
+}
+
+absl::StatusOr<Tensor> Tensor::Empty(DType dtype, const Shape& shape, Device device) {
+  if (dtype == DType::kInvalid) return absl::InvalidArgumentError("cannot create a tensor of dtype invalid");
+  absl::Status s = shape.Validate();
+  if (!s.ok()) return s;
+  if (shape.is_scalar() && device.is_cpu()) {
+    Tensor t;
+    t.dtype_ = dtype;
+    return t;
+  }
+  size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  Buffer* buffer = Buffer::Allocate(bytes, device);
+  if (buffer == nullptr)
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes on ", device.ToString()));
+  return MakeHeap(dtype, shape, buffer);
+}
+
+absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, const Shape& shape, Device device) {
+  absl::StatusOr<Tensor> t = Empty(dtype, shape, device);
+  if (!t.ok()) return t;
+  if (device.is_cpu()) {
+    std::memset(t->raw_mutable_data(), 0, t->bytes() == 0 ? 0 : t->bytes());
+  } else {
+    absl::Status s = DeviceBackend::Memset(t->raw_mutable_data(), 0, t->bytes(), device);
+    if (!s.ok()) return s;
+  }
+  return t;
+}
+
+template <typename T>
+absl::StatusOr<Tensor> Tensor::FromVector(const std::vector<T>& values, const Shape& shape) {
+  absl::Status s = shape.Validate();
+  if (!s.ok()) return s;
+  if (shape.num_elements() != static_cast<int64_t>(values.size()))
+    return absl::InvalidArgumentError(absl::StrCat("FromVector: ", values.size(),
+                                                   " values do not fill shape ", shape.DebugString()));
+  absl::StatusOr<Tensor> t = Empty(DTypeOf<T>::value, shape);
+  if (!t.ok()) return t;
+  T* out = t->template mutable_data<T>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+template absl::StatusOr<Tensor> Tensor::FromVector<bool>(const std::vector<bool>&, const Shape&);
+template absl::StatusOr<Tensor> Tensor::FromVector<int32_t>(const std::vector<int32_t>&, const Shape&);
+template absl::StatusOr<Tensor> Tensor::FromVector<int64_t>(const std::vector<int64_t>&, const Shape&);
+template absl::StatusOr<Tensor> Tensor::FromVector<float>(const std::vector<float>&, const Shape&);
+template absl::StatusOr<Tensor> Tensor::FromVector<double>(const std::vector<double>&, const Shape&);
+
+template <typename T>
+absl::StatusOr<T> Tensor::ScalarValue() const {
+  if (dtype_ != DTypeOf<T>::value)
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a ", DTypeName(DTypeOf<T>::value), " scalar, got ", DTypeName(dtype_)));
+  if (num_elements() != 1)
+    return absl::InvalidArgumentError(absl::StrCat("expected a scalar, got shape ", shape().DebugString()));
+  if (!device().is_cpu())
+    return absl::FailedPreconditionError("ScalarValue of a device tensor: copy it to the CPU first");
+  return scalar<T>();
+}
+template absl::StatusOr<bool> Tensor::ScalarValue<bool>() const;
+template absl::StatusOr<int32_t> Tensor::ScalarValue<int32_t>() const;
+template absl::StatusOr<int64_t> Tensor::ScalarValue<int64_t>() const;
+template absl::StatusOr<float> Tensor::ScalarValue<float>() const;
+template absl::StatusOr<double> Tensor::ScalarValue<double>() const;
+
+absl::StatusOr<Tensor> Tensor::Reshape(const Shape& shape) const {
+  absl::Status s = shape.Validate();
+  if (!s.ok()) return s;
+  if (shape.num_elements() != num_elements())
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", this->shape().DebugString(), " (",
+                                                   num_elements(), " elements) to ", shape.DebugString()));
+  if (!heap_) {
+    if (shape.is_scalar()) return *this;
+    absl::StatusOr<Tensor> t = Empty(dtype_, shape);
+    if (!t.ok()) return t;
+    std::memcpy(t->raw_mutable_data(), &u_, DTypeSize(dtype_));
+    return t;
+  }
+  if (shape.is_scalar() && device().is_cpu()) {
+    Tensor t;
+    t.dtype_ = dtype_;
+    std::memcpy(&t.u_, raw_data(), DTypeSize(dtype_));
+    return t;
+  }
+  return FromBuffer(dtype_, shape, u_.rep->buffer);
+}
+
+Tensor Tensor::Clone() const {
+  if (!heap_) return *this;
+  absl::StatusOr<Tensor> t = Empty(dtype_, shape(), device());
+  if (!t.ok()) return Tensor();
+  if (device().is_cpu()) {
+    std::memcpy(t->raw_mutable_data(), raw_data(), bytes());
+  } else {
+    (void)DeviceBackend::CopyDeviceToDevice(t->raw_mutable_data(), raw_data(), bytes(), device());
+  }
+  return *std::move(t);
+}
+
+absl::Status Tensor::CheckDType(DType want, absl::string_view what) const {
+  if (dtype_ == want) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": expected dtype ", DTypeName(want), ", got ", DTypeName(dtype_)));
+}
+
+bool Tensor::Equals(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape() != other.shape()) return false;
+  if (!device().is_cpu() || !other.device().is_cpu()) return false;
+  bool equal = true;
+  DispatchDType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T* a = data<T>();
+    const T* b = other.data<T>();
+    for (int64_t i = 0, n = num_elements(); i < n; ++i) {
+      if (!(a[i] == b[i])) {
+        equal = false;
+        return;
+      }
+    }
+  });
+  return equal;
+}
+
+std::string Tensor::DebugString() const {
+  if (!valid()) return "<invalid>";
+  std::string out = absl::StrCat(DTypeName(dtype_), shape().DebugString());
+  if (!device().is_cpu()) return absl::StrCat(out, " on ", device().ToString());
+  const int64_t n = num_elements();
+  std::vector<std::string> parts;
+  DispatchDType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T* d = data<T>();
+    for (int64_t i = 0; i < n && i < 16; ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        parts.push_back(d[i] ? "true" : "false");
+      } else {
+        parts.push_back(absl::StrCat(d[i]));
+      }
+    }
+  });
+  if (n > 16) parts.push_back("...");
+  if (is_scalar()) return absl::StrCat(out, " ", parts.empty() ? "" : parts[0]);
+  return absl::StrCat(out, " [", absl::StrJoin(parts, ", "), "]");
+}
+
+}  // namespace tdf
