@@ -1,0 +1,172 @@
+#include "graph/frames.h"
+
+#include <deque>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "tdf/status.h"
+
+namespace tdf {
+namespace {
+
+struct OutEdge {
+  int dst;
+  bool is_control;
+};
+
+class FrameInference {
+ public:
+  FrameInference(const std::vector<NodeDef>& nodes, const std::string& body_name)
+      : nodes_(nodes), body_name_(body_name) {}
+
+  absl::StatusOr<FrameInfo> Run() {
+    BlockInfo top;
+    if (!body_name_.empty()) {
+      top.kind = BlockInfo::Kind::kFunction;
+      top.name = body_name_;
+      function_blocks_[body_name_] = 0;
+    }
+    info_.blocks.push_back(top);
+    info_.block_of_node.assign(nodes_.size(), -1);
+    TDF_RETURN_IF_ERROR(BuildEdges());
+
+    std::deque<int> work;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].input.empty()) continue;
+      int block = 0;
+      if (const AttrValue* f = nodes_[i].FindAttr("_function")) {
+        const std::string* fname = f->get_if<std::string>();
+        if (fname == nullptr)
+          return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, "attribute '_function' should be string");
+        block = FunctionBlock(*fname);
+      }
+      info_.block_of_node[i] = block;
+      work.push_back(static_cast<int>(i));
+    }
+    while (!work.empty()) {
+      const int src = work.front();
+      work.pop_front();
+      const NodeDef& node = nodes_[src];
+      const int block = info_.block_of_node[src];
+      if ((node.op == "Exit" || node.op == "NextIteration") &&
+          info_.blocks[block].kind != BlockInfo::Kind::kLoop) {
+        return NodeError(node, absl::StatusCode::kInvalidArgument,
+                         absl::StrCat(node.op, " outside a loop frame (it fires in ", DescribeBlock(info_, block),
+                                      ")"));
+      }
+      for (const OutEdge& e : out_edges_[src]) {
+        const NodeDef& dst = nodes_[e.dst];
+        if (dst.op == "Return" && !e.is_control) continue;  // the value comes from the callee
+        TDF_ASSIGN_OR_RETURN(int target, TargetBlock(src, e));
+        int& placed = info_.block_of_node[e.dst];
+        if (placed < 0) {
+          placed = target;
+          work.push_back(e.dst);
+        } else if (placed != target) {
+          return NodeError(dst, absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("inputs from two different frames: ", DescribeBlock(info_, placed), " and ",
+                                        DescribeBlock(info_, target), " (the latter through '", node.name, "')"));
+        }
+      }
+    }
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (info_.block_of_node[i] < 0)
+        return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument,
+                         "is not reachable from any source node (a node without inputs); it would never fire");
+    }
+    return std::move(info_);
+  }
+
+ private:
+  absl::Status BuildEdges() {
+    absl::flat_hash_map<std::string, int> index;
+    index.reserve(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!index.emplace(nodes_[i].name, static_cast<int>(i)).second)
+        return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
+    }
+    out_edges_.assign(nodes_.size(), {});
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const std::string& text : nodes_[i].input) {
+        absl::StatusOr<InputRef> ref = InputRef::Parse(text);
+        if (!ref.ok()) return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, ref.status().message());
+        auto it = index.find(ref->node);
+        if (it == index.end())
+          return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("input '", text, "' names an unknown node"));
+        out_edges_[it->second].push_back({static_cast<int>(i), ref->is_control});
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int FunctionBlock(const std::string& name) {
+    auto it = function_blocks_.find(name);
+    if (it != function_blocks_.end()) return it->second;
+    BlockInfo b;
+    b.kind = BlockInfo::Kind::kFunction;
+    b.name = name;
+    info_.blocks.push_back(std::move(b));
+    const int id = static_cast<int>(info_.blocks.size()) - 1;
+    function_blocks_[name] = id;
+    return id;
+  }
+
+  int LoopBlock(int parent, const std::string& frame) {
+    auto key = std::make_pair(parent, frame);
+    auto it = loop_blocks_.find(key);
+    if (it != loop_blocks_.end()) return it->second;
+    BlockInfo b;
+    b.kind = BlockInfo::Kind::kLoop;
+    b.parent = parent;
+    b.name = frame;
+    info_.blocks.push_back(std::move(b));
+    const int id = static_cast<int>(info_.blocks.size()) - 1;
+    loop_blocks_[key] = id;
+    return id;
+  }
+
+  // The block that the edge src -> e.dst places e.dst in.
+  absl::StatusOr<int> TargetBlock(int src, const OutEdge& e) {
+    const NodeDef& node = nodes_[src];
+    const int block = info_.block_of_node[src];
+    if (node.op == "Enter") {
+      TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));
+      return LoopBlock(block, frame);
+    }
+    if (node.op == "Exit") return info_.blocks[block].parent;  // a loop block: checked when src was popped
+    if (node.op == "Call" && !e.is_control) {
+      TDF_ASSIGN_OR_RETURN(std::string fname, node.GetString("function"));
+      return FunctionBlock(fname);
+    }
+    return block;
+  }
+
+  const std::vector<NodeDef>& nodes_;
+  const std::string& body_name_;
+  FrameInfo info_;
+  std::vector<std::vector<OutEdge>> out_edges_;
+  std::map<std::string, int> function_blocks_;
+  std::map<std::pair<int, std::string>, int> loop_blocks_;
+};
+
+}  // namespace
+
+std::string DescribeBlock(const FrameInfo& info, int block) {
+  if (block < 0 || block >= static_cast<int>(info.blocks.size())) return absl::StrCat("<block ", block, ">");
+  const BlockInfo& b = info.blocks[block];
+  switch (b.kind) {
+    case BlockInfo::Kind::kMain: return "main";
+    case BlockInfo::Kind::kFunction: return absl::StrCat("function '", b.name, "'");
+    case BlockInfo::Kind::kLoop: return absl::StrCat("loop '", b.name, "' in ", DescribeBlock(info, b.parent));
+  }
+  return "";
+}
+
+absl::StatusOr<FrameInfo> InferFrames(const std::vector<NodeDef>& nodes, const std::string& body_name) {
+  return FrameInference(nodes, body_name).Run();
+}
+
+}  // namespace tdf
