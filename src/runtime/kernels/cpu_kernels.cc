@@ -1,6 +1,18 @@
+#include "runtime/kernels/kernel_util.h"
 #include "tdf/kernel.h"
 
 namespace tdf {
-// Filled in by the CPU kernel files (one Register*Kernels per file).
-void RegisterCpuKernels(KernelRegistry& registry) {}
+
+// Each kernel file registers its own ops. The state ops (Variable, Read,
+// Assign, AssignAdd, AssignSub) are not registered here: they need the
+// session's variable storage, which the runtime owns. Placeholder has no
+// kernel (the executor feeds it).
+void RegisterCpuKernels(KernelRegistry& registry) {
+  RegisterElementwiseKernels(registry);
+  RegisterReductionKernels(registry);
+  RegisterMatMulKernels(registry);
+  RegisterArrayKernels(registry);
+  RegisterNnKernels(registry);
+}
+
 }  // namespace tdf

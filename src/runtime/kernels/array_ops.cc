@@ -1,0 +1,404 @@
+// Shape-manipulating CPU kernels: Reshape, ReshapeLike, Transpose, Concat,
+// Slice, Gather, BroadcastTo.
+//
+// These only move elements, so they copy by element size (1, 4 or 8 bytes)
+// instead of by dtype. Reshape and ReshapeLike share the input's buffer.
+#include <array>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/kernels/kernel_util.h"
+
+namespace tdf {
+namespace {
+
+using kernels::CheckInputs;
+using kernels::Dims;
+
+// Calls fn(U{}) with an unsigned integer type as wide as one element.
+template <typename Fn>
+void DispatchBySize(DType dtype, Fn&& fn) {
+  switch (DTypeSize(dtype)) {
+    case 1: fn(uint8_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
+// out[o] = in[offset(o)], where offsets come from `strides` in out's index
+// space starting at `base`.
+void StridedCopy(const Tensor& in, const Dims& strides, int64_t base, Tensor& out) {
+  DispatchBySize(in.dtype(), [&](auto zero) {
+    using U = decltype(zero);
+    const U* src = static_cast<const U*>(in.raw_data()) + base;
+    U* dst = static_cast<U*>(out.raw_mutable_data());
+    std::array<Dims, 1> s = {strides};
+    kernels::ForEachBroadcast<1>(out.shape(), s, [&](int64_t o, int64_t i) { dst[o] = src[i]; });
+  });
+}
+
+absl::Status InvalidInput(int i) {
+  return absl::InvalidArgumentError(absl::StrCat("input ", i, " is an invalid (empty) tensor"));
+}
+
+// ---------------------------------------------------------------------------
+
+class ReshapeKernel final : public OpKernel {
+ public:
+  ReshapeKernel(std::vector<int64_t> dims, int unknown) : dims_(std::move(dims)), unknown_(unknown) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> dims, node.GetIntList("shape"));
+    int unknown = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == -1 && unknown < 0) {
+        unknown = static_cast<int>(i);
+      } else if (dims[i] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("Reshape: bad target shape [", absl::StrJoin(dims, ","),
+                                                       "]: dims must be >= 0, with at most one -1"));
+      }
+    }
+    return std::unique_ptr<OpKernel>(std::make_unique<ReshapeKernel>(std::move(dims), unknown));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+    const Tensor& x = ctx.input(0);
+    if (!x.valid()) return InvalidInput(0);
+    if (dims_.empty() && x.is_inline_scalar()) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    Shape shape(absl::MakeConstSpan(dims_));
+    if (unknown_ >= 0) {
+      int64_t known = 1;
+      for (size_t i = 0; i < dims_.size(); ++i)
+        if (static_cast<int>(i) != unknown_) known *= dims_[i];
+      const int64_t n = x.num_elements();
+      if (known == 0 || n % known != 0)
+        return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", x.shape().DebugString(), " (", n,
+                                                       " elements) to [", absl::StrJoin(dims_, ","), "]"));
+      shape.set_dim(unknown_, n / known);
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, x.Reshape(shape));
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<int64_t> dims_;
+  const int unknown_;  // index of the -1 dim, or -1
+};
+
+class ReshapeLikeKernel final : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+    const Tensor& x = ctx.input(0);
+    const Tensor& like = ctx.input(1);
+    if (!x.valid()) return InvalidInput(0);
+    if (x.is_inline_scalar() && like.is_inline_scalar()) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, x.Reshape(like.shape()));
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+};
+
+// ---------------------------------------------------------------------------
+
+class TransposeKernel final : public OpKernel {
+ public:
+  explicit TransposeKernel(std::optional<std::vector<int64_t>> perm) : perm_(std::move(perm)) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    std::optional<std::vector<int64_t>> perm;
+    if (node.FindAttr("perm") != nullptr) {
+      TDF_ASSIGN_OR_RETURN(perm, node.GetIntList("perm"));
+    }
+    return std::unique_ptr<OpKernel>(std::make_unique<TransposeKernel>(std::move(perm)));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+    const Tensor& x = ctx.input(0);
+    if (!x.valid()) return InvalidInput(0);
+    const int rank = x.rank();
+    std::vector<int64_t> perm(rank);
+    if (perm_) {
+      if (static_cast<int>(perm_->size()) != rank) return PermError(rank);
+      std::vector<bool> seen(rank, false);
+      for (int i = 0; i < rank; ++i) {
+        const int64_t p = (*perm_)[i];
+        if (p < 0 || p >= rank || seen[p]) return PermError(rank);
+        seen[p] = true;
+        perm[i] = p;
+      }
+    } else {
+      for (int i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+    }
+    bool identity = true;
+    for (int i = 0; i < rank; ++i) identity &= perm[i] == i;
+    if (identity) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    const Dims in_strides = kernels::RowMajorStrides(x.shape());
+    Shape out_shape;
+    Dims strides(rank);
+    for (int i = 0; i < rank; ++i) {
+      out_shape.AddDim(x.shape().dim(perm[i]));
+      strides[i] = in_strides[perm[i]];
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), out_shape));
+    StridedCopy(x, strides, 0, out);
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status PermError(int rank) const {
+    return absl::InvalidArgumentError(absl::StrCat("Transpose: perm [", absl::StrJoin(*perm_, ","),
+                                                   "] is not a permutation of the ", rank, " dims of the input"));
+  }
+
+  const std::optional<std::vector<int64_t>> perm_;
+};
+
+// ---------------------------------------------------------------------------
+
+class ConcatKernel final : public OpKernel {
+ public:
+  explicit ConcatKernel(int64_t axis) : axis_(axis) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    TDF_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis"));
+    return std::unique_ptr<OpKernel>(std::make_unique<ConcatKernel>(axis));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    const int n = ctx.num_inputs();
+    if (n < 1) return kernels::MinArityError(1, n);
+    TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    const Tensor& first = ctx.input(0);
+    if (!first.valid()) return InvalidInput(0);
+    const int rank = first.rank();
+    if (rank == 0) return absl::InvalidArgumentError("Concat of scalars: inputs need rank >= 1");
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
+    Shape out_shape = first.shape();
+    int64_t axis_total = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != first.dtype())
+        return absl::InvalidArgumentError(absl::StrCat("dtype mismatch: input 0 is ", DTypeName(first.dtype()),
+                                                       ", input ", i, " is ", DTypeName(t.dtype())));
+      bool ok = t.rank() == rank;
+      for (int d = 0; ok && d < rank; ++d) ok = d == axis || t.shape().dim(d) == first.shape().dim(d);
+      if (!ok)
+        return absl::InvalidArgumentError(absl::StrCat("Concat along axis ", axis, ": input 0 has shape ",
+                                                       first.shape().DebugString(), ", input ", i, " has shape ",
+                                                       t.shape().DebugString()));
+      axis_total += t.shape().dim(axis);
+    }
+    if (n == 1) {
+      ctx.set_output(0, first);
+      return absl::OkStatus();
+    }
+    out_shape.set_dim(axis, axis_total);
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(first.dtype(), out_shape));
+    const size_t elem = DTypeSize(first.dtype());
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= out_shape.dim(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= out_shape.dim(d);
+    char* dst = static_cast<char*>(out.raw_mutable_data());
+    const size_t out_row = static_cast<size_t>(axis_total * inner) * elem;
+    size_t col = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      const size_t row = static_cast<size_t>(t.shape().dim(axis) * inner) * elem;
+      const char* src = static_cast<const char*>(t.raw_data());
+      if (row > 0)
+        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, src + o * row, row);
+      col += row;
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t axis_;
+};
+
+// ---------------------------------------------------------------------------
+
+class SliceKernel final : public OpKernel {
+ public:
+  SliceKernel(std::vector<int64_t> begin, std::vector<int64_t> size)
+      : begin_(std::move(begin)), size_(std::move(size)) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
+    if (begin.size() != size.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("Slice: begin has ", begin.size(), " entries but size has ", size.size()));
+    return std::unique_ptr<OpKernel>(std::make_unique<SliceKernel>(std::move(begin), std::move(size)));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
+    const Tensor& x = ctx.input(0);
+    if (!x.valid()) return InvalidInput(0);
+    const int rank = x.rank();
+    if (static_cast<int>(begin_.size()) != rank)
+      return absl::InvalidArgumentError(absl::StrCat("Slice: begin/size have ", begin_.size(),
+                                                     " entries but the input has rank ", rank, " (shape ",
+                                                     x.shape().DebugString(), ")"));
+    const Dims in_strides = kernels::RowMajorStrides(x.shape());
+    Shape out_shape;
+    int64_t base = 0;
+    bool whole = true;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t dim = x.shape().dim(d);
+      const int64_t b = begin_[d];
+      const int64_t s = size_[d] == -1 ? dim - b : size_[d];
+      if (b < 0 || b > dim || s < 0 || s > dim - b)
+        return absl::InvalidArgumentError(absl::StrCat("Slice: dim ", d, " of shape ", x.shape().DebugString(),
+                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
+      out_shape.AddDim(s);
+      base += b * in_strides[d];
+      whole &= s == dim;
+    }
+    if (whole) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), out_shape));
+    if (out.num_elements() > 0) StridedCopy(x, in_strides, base, out);
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<int64_t> begin_;
+  const std::vector<int64_t> size_;
+};
+
+// ---------------------------------------------------------------------------
+
+class GatherKernel final : public OpKernel {
+ public:
+  explicit GatherKernel(int64_t axis) : axis_(axis) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    return std::unique_ptr<OpKernel>(std::make_unique<GatherKernel>(node.GetIntOr("axis", 0)));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+    const Tensor& params = ctx.input(0);
+    const Tensor& indices = ctx.input(1);
+    if (!params.valid()) return InvalidInput(0);
+    if (params.rank() == 0) return absl::InvalidArgumentError("Gather: params must have rank >= 1, got a scalar");
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
+    if (indices.dtype() == DType::kInt64) return Gather<int64_t>(ctx, params, indices, axis);
+    if (indices.dtype() == DType::kInt32) return Gather<int32_t>(ctx, params, indices, axis);
+    return absl::InvalidArgumentError(
+        absl::StrCat("Gather: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
+  }
+
+ private:
+  template <typename I>
+  static absl::Status Gather(KernelContext& ctx, const Tensor& params, const Tensor& indices, int axis) {
+    const Shape& ps = params.shape();
+    const int64_t limit = ps.dim(axis);
+    const I* idx = indices.data<I>();
+    const int64_t count = indices.num_elements();
+    for (int64_t j = 0; j < count; ++j) {
+      if (idx[j] < 0 || idx[j] >= limit)
+        return absl::InvalidArgumentError(absl::StrCat("Gather: index ", idx[j], " (at position ", j,
+                                                       ") is out of range [0, ", limit, ") for axis ", axis,
+                                                       " of params shape ", ps.DebugString()));
+    }
+    Shape out_shape;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) {
+      out_shape.AddDim(ps.dim(d));
+      outer *= ps.dim(d);
+    }
+    for (int64_t d : indices.shape().dims()) out_shape.AddDim(d);
+    for (int d = axis + 1; d < ps.rank(); ++d) {
+      out_shape.AddDim(ps.dim(d));
+      inner *= ps.dim(d);
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(params.dtype(), out_shape));
+    const size_t chunk = static_cast<size_t>(inner) * DTypeSize(params.dtype());
+    const char* src = static_cast<const char*>(params.raw_data());
+    char* dst = static_cast<char*>(out.raw_mutable_data());
+    if (chunk > 0) {
+      for (int64_t o = 0; o < outer; ++o) {
+        const char* block = src + o * limit * chunk;
+        for (int64_t j = 0; j < count; ++j) {
+          std::memcpy(dst, block + static_cast<int64_t>(idx[j]) * chunk, chunk);
+          dst += chunk;
+        }
+      }
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+  const int64_t axis_;
+};
+
+// ---------------------------------------------------------------------------
+
+class BroadcastToKernel final : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext& ctx) override {
+    if (ABSL_PREDICT_FALSE(ctx.num_inputs() != 2)) return kernels::ArityError(2, ctx.num_inputs());
+    const Tensor& x = ctx.input(0);
+    const Tensor& like = ctx.input(1);
+    if (ABSL_PREDICT_TRUE(x.is_inline_scalar() && like.is_inline_scalar() && x.valid())) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    if (!x.valid()) return InvalidInput(0);
+    const Shape& target = like.shape();
+    if (x.shape() == target) {
+      ctx.set_output(0, x);
+      return absl::OkStatus();
+    }
+    const Shape* shapes[] = {&x.shape(), &target};
+    absl::StatusOr<Shape> joint = kernels::BroadcastShapes(shapes);
+    if (!joint.ok() || *joint != target)
+      return absl::InvalidArgumentError(absl::StrCat("BroadcastTo: cannot broadcast shape ", x.shape().DebugString(),
+                                                     " to shape ", target.DebugString()));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), target));
+    StridedCopy(x, kernels::BroadcastStrides(x.shape(), target), 0, out);
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+void RegisterArrayKernels(KernelRegistry& r) {
+  kernels::RegisterCpu<ReshapeKernel>(r, "Reshape");
+  r.Register("ReshapeLike", Device::Type::kCpu,
+             [](const NodeDef& n) { return kernels::CreateSimple<ReshapeLikeKernel>(n); });
+  kernels::RegisterCpu<TransposeKernel>(r, "Transpose");
+  kernels::RegisterCpu<ConcatKernel>(r, "Concat");
+  kernels::RegisterCpu<SliceKernel>(r, "Slice");
+  kernels::RegisterCpu<GatherKernel>(r, "Gather");
+  r.Register("BroadcastTo", Device::Type::kCpu,
+             [](const NodeDef& n) { return kernels::CreateSimple<BroadcastToKernel>(n); });
+}
+
+}  // namespace tdf

@@ -1,0 +1,86 @@
+#include "runtime/kernels/kernel_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tdf {
+namespace kernels {
+
+absl::Status ArityError(int want, int got) {
+  return absl::InvalidArgumentError(absl::StrCat("expects ", want, " inputs, got ", got));
+}
+
+absl::Status MinArityError(int want, int got) {
+  return absl::InvalidArgumentError(absl::StrCat("expects at least ", want, " inputs, got ", got));
+}
+
+absl::Status NotOnCpuError(int input, Device device) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("input ", input, " is on ", device.ToString(), "; CPU kernels need CPU tensors"));
+}
+
+absl::Status DTypeMismatchError(DType a, DType b) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype mismatch: input 0 is ", DTypeName(a), ", input 1 is ", DTypeName(b)));
+}
+
+absl::Status UnsupportedDTypeError(const char* what, DType dtype) {
+  return absl::InvalidArgumentError(absl::StrCat(what, " does not support dtype ", DTypeName(dtype)));
+}
+
+absl::Status BroadcastError(const Shape& a, const Shape& b) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("incompatible shapes for broadcasting: ", a.DebugString(), " vs ", b.DebugString()));
+}
+
+absl::Status AxisError(int64_t axis, int rank) {
+  return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " out of range for rank ", rank));
+}
+
+absl::StatusOr<Shape> BroadcastShapes(absl::Span<const Shape* const> shapes) {
+  int rank = 0;
+  for (const Shape* s : shapes) rank = std::max(rank, s->rank());
+  Dims dims(rank, 1);
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Shape& s = *shapes[k];
+    const int offset = rank - s.rank();
+    for (int i = 0; i < s.rank(); ++i) {
+      const int64_t d = s.dim(i);
+      int64_t& o = dims[offset + i];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      // Name the first shape that disagrees with shape k.
+      for (size_t j = 0; j < k; ++j) {
+        const Shape& p = *shapes[j];
+        const int pi = offset + i - (rank - p.rank());
+        if (pi >= 0 && p.dim(pi) != 1 && p.dim(pi) != d) return BroadcastError(p, s);
+      }
+      return BroadcastError(*shapes[0], s);
+    }
+  }
+  return Shape(absl::MakeConstSpan(dims));
+}
+
+Dims RowMajorStrides(const Shape& shape) {
+  Dims strides(shape.rank(), 1);
+  for (int i = shape.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape.dim(i + 1);
+  return strides;
+}
+
+Dims BroadcastStrides(const Shape& shape, const Shape& out) {
+  Dims strides(out.rank(), 0);
+  const int offset = out.rank() - shape.rank();
+  int64_t stride = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    strides[offset + i] = shape.dim(i) == 1 ? 0 : stride;
+    stride *= shape.dim(i);
+  }
+  return strides;
+}
+
+}  // namespace kernels
+}  // namespace tdf
