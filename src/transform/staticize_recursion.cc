@@ -1,0 +1,358 @@
+// The Yaghi transformation (design.md §2; seeds/002 §3): a main graph plus a
+// function library becomes one static graph in which every reachable body
+// appears once, calls become per-argument Call_i / per-result Return_i nodes
+// sharing the call-site label i, Args become Merges over all sites and
+// Retvals become Identities feeding all sites' Returns.
+//
+// The pass works in three sweeps over the same scope order (main graph, then
+// reachable functions alphabetically): find reachable functions, number the
+// call sites, emit the rewritten nodes. Numbering before emitting lets an Arg's
+// Merge list every site of its function, including sites in bodies emitted
+// later.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "tdf/graph.h"
+#include "tdf/status.h"
+#include "tdf/transform.h"
+
+namespace tdf {
+namespace {
+
+constexpr absl::string_view kInvoke = "Invoke";
+constexpr absl::string_view kArg = "Arg";
+constexpr absl::string_view kRetval = "Retval";
+
+// A function's Arg and Retval nodes by index.
+struct FunctionInfo {
+  const FunctionDef* def = nullptr;
+  std::vector<const NodeDef*> args;     // null where the body has no Arg j
+  std::vector<const NodeDef*> retvals;  // never null once analyzed
+};
+
+struct Site {
+  std::string name;  // the Invoke's name in the output ("f/S" in a body)
+  const FunctionDef* callee = nullptr;
+  int64_t index = 0;
+};
+
+// The nodes of one graph being copied: the main graph or a function body.
+struct Scope {
+  const FunctionDef* function = nullptr;  // null: the main graph
+  const std::vector<NodeDef>* nodes = nullptr;
+  std::string prefix;  // "" or "f/"
+  absl::flat_hash_map<std::string, const NodeDef*> by_name;
+  absl::flat_hash_map<std::string, Site> sites;  // by the Invoke's original name
+
+  std::string Where() const {
+    return function == nullptr ? "the main graph" : absl::StrCat("function '", function->signature.name, "'");
+  }
+};
+
+// Resolves the callee of an Invoke, with the checks every sweep relies on.
+absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionLibrary& library) {
+  TDF_ASSIGN_OR_RETURN(std::string fname, invoke.GetString("function"));
+  const FunctionDef* f = library.Find(fname);
+  if (f == nullptr)
+    return NodeError(invoke, absl::StatusCode::kNotFound, absl::StrCat("calls undefined function '", fname, "'"));
+  if (!f->defined)
+    return NodeError(invoke, absl::StatusCode::kFailedPrecondition,
+                     absl::StrCat("calls function '", fname, "', which is declared but not defined"));
+  const int x = invoke.num_data_inputs();
+  if (x != static_cast<int>(f->signature.inputs.size()))
+    return NodeError(invoke, absl::StatusCode::kInvalidArgument,
+                     absl::StrCat("calls '", fname, "' with ", x, " arguments; it takes ",
+                                  f->signature.inputs.size()));
+  if (f->signature.outputs.empty())
+    // A Return needs a result to carry; a result-less call would need a
+    // separate completion signal, which the executor does not have.
+    return NodeError(invoke, absl::StatusCode::kUnimplemented,
+                     absl::StrCat("calls '", fname, "': functions without results are not supported"));
+  return f;
+}
+
+absl::StatusOr<FunctionInfo> Analyze(const FunctionDef& f) {
+  const FunctionSignature& sig = f.signature;
+  FunctionInfo info;
+  info.def = &f;
+  info.args.assign(sig.inputs.size(), nullptr);
+  info.retvals.assign(sig.outputs.size(), nullptr);
+  for (const NodeDef& node : f.node) {
+    const bool is_arg = node.op == kArg;
+    if (!is_arg && node.op != kRetval) continue;
+    std::vector<const NodeDef*>& slots = is_arg ? info.args : info.retvals;
+    const std::vector<ArgDef>& defs = is_arg ? sig.inputs : sig.outputs;
+    TDF_ASSIGN_OR_RETURN(int64_t index, node.GetInt("index"));
+    auto in_function = [&](absl::Status s) {
+      return absl::Status(s.code(), absl::StrCat("in function '", sig.name, "': ", s.message()));
+    };
+    if (index < 0 || index >= static_cast<int64_t>(slots.size()))
+      return in_function(NodeError(node, absl::StatusCode::kInvalidArgument,
+                                   absl::StrCat("index ", index, " is out of range: the function has ",
+                                                slots.size(), is_arg ? " arguments" : " results")));
+    if (slots[index] != nullptr)
+      return in_function(NodeError(node, absl::StatusCode::kInvalidArgument,
+                                   absl::StrCat("index ", index, " is also taken by node '", slots[index]->name,
+                                                "'")));
+    if (const AttrValue* t = node.FindAttr("T"); t != nullptr && t->get_if<DType>() != nullptr &&
+                                                 *t->get_if<DType>() != defs[index].type)
+      return in_function(NodeError(node, absl::StatusCode::kInvalidArgument,
+                                   absl::StrCat("T is ", DTypeName(*t->get_if<DType>()), "; the signature says ",
+                                                DTypeName(defs[index].type))));
+    slots[index] = &node;
+  }
+  for (size_t r = 0; r < info.retvals.size(); ++r) {
+    if (info.retvals[r] == nullptr)
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", sig.name, "' has no Retval node for result ", r));
+  }
+  return info;
+}
+
+// Every function reachable from the main graph's Invoke nodes, by name (the
+// std::set gives the alphabetical order the site numbering uses).
+absl::StatusOr<std::set<std::string>> Reachable(const Graph& graph) {
+  std::set<std::string> reached;
+  std::vector<const FunctionDef*> work;
+  auto visit = [&](const std::vector<NodeDef>& nodes) -> absl::Status {
+    for (const NodeDef& node : nodes) {
+      if (node.op != kInvoke) continue;
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph.library));
+      if (reached.insert(f->signature.name).second) work.push_back(f);
+    }
+    return absl::OkStatus();
+  };
+  TDF_RETURN_IF_ERROR(visit(graph.node));
+  while (!work.empty()) {
+    const FunctionDef* f = work.back();
+    work.pop_back();
+    absl::Status s = visit(f->node);
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", f->signature.name, "': ", s.message()));
+  }
+  return reached;
+}
+
+class Staticizer {
+ public:
+  explicit Staticizer(const Graph& graph) : graph_(graph) {}
+
+  absl::StatusOr<Graph> Run() {
+    TDF_ASSIGN_OR_RETURN(std::set<std::string> reachable, Reachable(graph_));
+    scopes_.reserve(reachable.size() + 1);
+    scopes_.push_back(MakeScope(nullptr, graph_.node));
+    for (const std::string& name : reachable) {
+      const FunctionDef* f = graph_.library.Find(name);
+      TDF_ASSIGN_OR_RETURN(FunctionInfo info, Analyze(*f));
+      functions_.emplace(name, std::move(info));
+      scopes_.push_back(MakeScope(f, f->node));
+    }
+    for (Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, NumberSites(scope)));
+    for (const Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, Emit(scope)));
+    TDF_RETURN_IF_ERROR(CheckUniqueNames());
+    return std::move(out_);
+  }
+
+ private:
+  static Scope MakeScope(const FunctionDef* f, const std::vector<NodeDef>& nodes) {
+    Scope s;
+    s.function = f;
+    s.nodes = &nodes;
+    if (f != nullptr) s.prefix = absl::StrCat(f->signature.name, "/");
+    for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
+    return s;
+  }
+
+  // Errors from a body say which function they are in.
+  static absl::Status WithScope(const Scope& scope, absl::Status s) {
+    if (s.ok() || scope.function == nullptr) return s;
+    return absl::Status(s.code(), absl::StrCat("in function '", scope.function->signature.name, "': ", s.message()));
+  }
+
+  absl::Status NumberSites(Scope& scope) {
+    for (const NodeDef& node : *scope.nodes) {
+      if (node.op != kInvoke) continue;
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
+      Site site;
+      site.name = scope.prefix + node.name;
+      site.callee = f;
+      std::vector<std::string>& sites = sites_of_[f->signature.name];
+      site.index = static_cast<int64_t>(sites.size());
+      sites.push_back(site.name);
+      scope.sites.emplace(node.name, std::move(site));
+    }
+    return absl::OkStatus();
+  }
+
+  // Appends the output form of `input` (an input of `consumer` in `scope`).
+  absl::Status RewriteInput(const Scope& scope, const NodeDef& consumer, const std::string& input,
+                            std::vector<std::string>& out) const {
+    TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(input));
+    auto producer = scope.by_name.find(ref.node);
+    if (producer == scope.by_name.end())
+      return NodeError(consumer, absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("input '", input, "' names no node of ", scope.Where()));
+    if (producer->second->op != kInvoke) {
+      ref.node = scope.prefix + ref.node;
+      out.push_back(ref.ToString());
+      return absl::OkStatus();
+    }
+    const Site& site = scope.sites.at(ref.node);
+    const int y = static_cast<int>(site.callee->signature.outputs.size());
+    if (ref.is_control) {
+      // "After S" means after every result of S.
+      for (int r = 0; r < y; ++r) out.push_back(absl::StrCat("^", site.name, "/return_", r));
+      return absl::OkStatus();
+    }
+    if (ref.port >= y)
+      return NodeError(consumer, absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("input '", input, "': '", site.callee->signature.name, "' has only ", y,
+                                    " results"));
+    out.push_back(absl::StrCat(site.name, "/return_", ref.port));
+    return absl::OkStatus();
+  }
+
+  absl::Status EmitInvoke(const Scope& scope, const NodeDef& invoke) {
+    const Site& site = scope.sites.at(invoke.name);
+    const FunctionSignature& sig = site.callee->signature;
+    const std::string& fname = sig.name;
+    const int x = static_cast<int>(sig.inputs.size());
+    std::vector<std::string> data, control;
+    for (int k = 0; k < static_cast<int>(invoke.input.size()); ++k)
+      TDF_RETURN_IF_ERROR(RewriteInput(scope, invoke, invoke.input[k], k < x ? data : control));
+
+    std::vector<std::string> calls;
+    auto add_call = [&](std::string name, DType t, int64_t arg_index, std::vector<std::string> inputs) {
+      NodeDef call;
+      call.name = std::move(name);
+      call.op = "Call";
+      call.input = std::move(inputs);
+      call.attr = {{"T", t}, {"function", fname}, {"call_site", site.index}, {"arg_index", arg_index}};
+      call.device = invoke.device;
+      calls.push_back(call.name);
+      Append(scope, std::move(call));
+    };
+    if (x == 0) {
+      // The invocation still needs a Call to create its frame.
+      add_call(absl::StrCat(site.name, "/call"), DType::kBool, -1, control);
+    }
+    for (int j = 0; j < x; ++j) {
+      std::vector<std::string> inputs = {data[j]};
+      inputs.insert(inputs.end(), control.begin(), control.end());
+      add_call(absl::StrCat(site.name, "/call_", j), sig.inputs[j].type, j, std::move(inputs));
+    }
+    const FunctionInfo& info = functions_.at(fname);
+    for (int r = 0; r < static_cast<int>(sig.outputs.size()); ++r) {
+      NodeDef ret;
+      ret.name = absl::StrCat(site.name, "/return_", r);
+      ret.op = "Return";
+      ret.input.push_back(absl::StrCat(fname, "/", info.retvals[r]->name));
+      // Call_i -> Return_i: a dead argument skips the body and comes back
+      // dead through the Return (design.md §2.5).
+      for (const std::string& c : calls) ret.input.push_back(absl::StrCat("^", c));
+      ret.attr = {{"T", sig.outputs[r].type}, {"function", fname}, {"call_site", site.index},
+                  {"result_index", static_cast<int64_t>(r)}};
+      ret.device = invoke.device;
+      Append(scope, std::move(ret));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Emit(const Scope& scope) {
+    const std::string fname = scope.function ? scope.function->signature.name : "";
+    for (const NodeDef& node : *scope.nodes) {
+      if (node.op == kInvoke) {
+        TDF_RETURN_IF_ERROR(EmitInvoke(scope, node));
+        continue;
+      }
+      NodeDef copy;
+      copy.name = scope.prefix + node.name;
+      copy.device = node.device;
+      if (scope.function != nullptr && node.op == kArg) {
+        // Argument j of every invocation arrives through S/call_j of its site.
+        const int64_t j = *node.GetInt("index");  // checked by Analyze
+        copy.op = "Merge";
+        copy.attr = {{"T", scope.function->signature.inputs[j].type}};
+        for (const std::string& site : sites_of_.at(fname)) copy.input.push_back(absl::StrCat(site, "/call_", j));
+        Append(scope, std::move(copy));
+        continue;
+      }
+      for (const std::string& in : node.input) TDF_RETURN_IF_ERROR(RewriteInput(scope, node, in, copy.input));
+      if (scope.function != nullptr && node.op == kRetval) {
+        copy.op = "Identity";
+      } else {
+        copy.op = node.op;
+        copy.attr = node.attr;
+        if (scope.function != nullptr && node.op == "Enter") {
+          // One body holds the loops of every invocation; the prefix keeps
+          // frame names unique across functions.
+          TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));
+          copy.attr["frame_name"] = scope.prefix + frame;
+        }
+      }
+      Append(scope, std::move(copy));
+    }
+    return absl::OkStatus();
+  }
+
+  void Append(const Scope& scope, NodeDef node) {
+    // Nothing feeds a sourceless body node; the executor fires it when an
+    // invocation of its function starts.
+    if (scope.function != nullptr && node.input.empty())
+      node.attr[std::string(kFunctionAttr)] = scope.function->signature.name;
+    out_.node.push_back(std::move(node));
+  }
+
+  absl::Status CheckUniqueNames() const {
+    absl::flat_hash_set<absl::string_view> seen;
+    for (const NodeDef& node : out_.node) {
+      if (!seen.insert(node.name).second)
+        return NodeError(node, absl::StatusCode::kInvalidArgument,
+                         "the transformed graph has two nodes of this name; rename the original node that "
+                         "clashes with a function's \"<function>/<node>\" or a call's \"<call>/call_<j>\" name");
+    }
+    return absl::OkStatus();
+  }
+
+  const Graph& graph_;
+  std::vector<Scope> scopes_;
+  absl::flat_hash_map<std::string, FunctionInfo> functions_;
+  // Per function, the output names of its call sites in site order.
+  absl::flat_hash_map<std::string, std::vector<std::string>> sites_of_;
+  Graph out_;
+};
+
+}  // namespace
+
+absl::StatusOr<Graph> StaticizeRecursion(const Graph& graph) { return Staticizer(graph).Run(); }
+
+absl::Status PruneUnreachableFunctions(Graph& graph) {
+  // Unlike StaticizeRecursion this keeps calls of missing or declared-only
+  // functions: pruning is not the place to reject a graph.
+  std::set<std::string> reached;
+  std::vector<const FunctionDef*> work;
+  auto visit = [&](const std::vector<NodeDef>& nodes) {
+    for (const NodeDef& node : nodes) {
+      if (node.op != kInvoke) continue;
+      absl::StatusOr<std::string> fname = node.GetString("function");
+      if (!fname.ok() || !reached.insert(*fname).second) continue;
+      if (const FunctionDef* f = graph.library.Find(*fname)) work.push_back(f);
+    }
+  };
+  visit(graph.node);
+  while (!work.empty()) {
+    const FunctionDef* f = work.back();
+    work.pop_back();
+    visit(f->node);
+  }
+  FunctionLibrary kept;
+  for (const auto& [name, f] : graph.library.functions())
+    if (reached.count(name) != 0) kept.Put(f);
+  graph.library = std::move(kept);
+  return absl::OkStatus();
+}
+
+}  // namespace tdf
