@@ -1,0 +1,396 @@
+#include "runtime/executable.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "graph/frames.h"
+#include "runtime/frame.h"
+#include "runtime/state_kernels.h"
+#include "tdf/status.h"
+
+namespace tdf {
+namespace runtime {
+
+int32_t ExecutableGraph::FindMainNode(absl::string_view name) const {
+  for (int32_t id : blocks[0].nodes)
+    if (nodes[id].def->name == name) return id;
+  return -1;
+}
+
+namespace {
+
+NodeKind KindOf(const NodeDef& def, OpKind op_kind) {
+  switch (op_kind) {
+    case OpKind::kSwitch: return NodeKind::kSwitch;
+    case OpKind::kMerge: return NodeKind::kMerge;
+    case OpKind::kEnter: return NodeKind::kEnter;
+    case OpKind::kExit: return NodeKind::kExit;
+    case OpKind::kNextIteration: return NodeKind::kNextIteration;
+    case OpKind::kCall: return NodeKind::kCall;
+    case OpKind::kReturn: return NodeKind::kReturn;
+    case OpKind::kInvoke: return NodeKind::kInvoke;
+    case OpKind::kArg: return NodeKind::kArg;
+    case OpKind::kRetval: return NodeKind::kRetval;
+    default: break;
+  }
+  if (def.op == "Placeholder") return NodeKind::kPlaceholder;
+  if (def.op == "NoOp") return NodeKind::kNoOutput;
+  return NodeKind::kKernel;
+}
+
+ExecBlock::Kind BlockKind(BlockInfo::Kind k) {
+  switch (k) {
+    case BlockInfo::Kind::kLoop: return ExecBlock::Kind::kLoop;
+    case BlockInfo::Kind::kFunction: return ExecBlock::Kind::kFunction;
+    default: return ExecBlock::Kind::kMain;
+  }
+}
+
+size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+class Compiler {
+ public:
+  Compiler(ExecutableGraph* exe, const SessionOptions& options) : exe_(exe), options_(options) {}
+
+  // Adds the nodes of one unit (the main graph, or one function body in
+  // dynamic mode) with its blocks.
+  absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name) {
+    TDF_ASSIGN_OR_RETURN(FrameInfo fi, InferFrames(nodes, body_name));
+    std::vector<int32_t> block_map(fi.blocks.size());
+    for (size_t b = 0; b < fi.blocks.size(); ++b) {
+      const BlockInfo& info = fi.blocks[b];
+      // Function blocks are global: one per function name.
+      if (info.kind == BlockInfo::Kind::kFunction) {
+        auto it = function_blocks_.find(info.name);
+        if (it != function_blocks_.end()) {
+          block_map[b] = it->second;
+          continue;
+        }
+      }
+      ExecBlock blk;
+      blk.id = static_cast<int32_t>(exe_->blocks.size());
+      blk.kind = BlockKind(info.kind);
+      blk.name = info.name;
+      blk.parallel_iterations = options_.default_parallel_iterations;
+      if (!body_name.empty() && b == 0) blk.kind = ExecBlock::Kind::kFunction;
+      block_map[b] = blk.id;
+      if (blk.kind == ExecBlock::Kind::kFunction) function_blocks_[blk.name] = blk.id;
+      exe_->blocks.push_back(std::move(blk));
+    }
+    for (size_t b = 0; b < fi.blocks.size(); ++b) {
+      if (fi.blocks[b].parent >= 0) exe_->blocks[block_map[b]].parent = block_map[fi.blocks[b].parent];
+    }
+    Unit unit;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeDef& def = nodes[i];
+      const OpSchema* schema = OpRegistry::Global()->Find(def.op);
+      if (schema == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
+      ExecNode n;
+      n.def = &def;
+      n.id = static_cast<int32_t>(exe_->nodes.size());
+      n.kind = KindOf(def, schema->kind());
+      n.block = block_map[fi.block_of_node[i]];
+      ExecBlock& blk = exe_->blocks[n.block];
+      n.index = static_cast<int32_t>(blk.nodes.size());
+      blk.nodes.push_back(n.id);
+      n.num_inputs = static_cast<int32_t>(def.input.size());
+      n.num_data_inputs = def.num_data_inputs();
+      n.slot_base = blk.num_slots;
+      blk.num_slots += n.num_inputs;
+      std::vector<DType> unknown(n.num_data_inputs, DType::kInvalid);
+      InferenceContext ictx{def, unknown, &exe_->graph.library};
+      TDF_ASSIGN_OR_RETURN(std::vector<DType> out_types, schema->InferTypes(ictx));
+      n.num_outputs = static_cast<int32_t>(out_types.size());
+      auto [it, inserted] = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size()));
+      if (inserted) exe_->op_names.push_back(def.op);
+      n.op_id = it->second;
+      if (unit.by_name.count(def.name) > 0)
+        return NodeError(def, absl::StatusCode::kInvalidArgument, "duplicate node name");
+      unit.by_name[def.name] = n.id;
+      unit.ids.push_back(n.id);
+      exe_->nodes.push_back(std::move(n));
+    }
+    units_.push_back(std::move(unit));
+    return absl::OkStatus();
+  }
+
+  absl::Status Link() {
+    for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+    for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
+    for (ExecBlock& blk : exe_->blocks) Layout(blk);
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Unit {
+    std::vector<int32_t> ids;
+    absl::flat_hash_map<std::string, int32_t> by_name;
+  };
+
+  int32_t ChildSlot(int32_t block, const std::string& key, bool is_loop) {
+    auto& slots = child_slots_[block];
+    auto it = slots.find(key);
+    if (it != slots.end()) return it->second;
+    ExecBlock& blk = exe_->blocks[block];
+    int32_t slot = blk.num_child_slots++;
+    blk.child_is_loop.push_back(is_loop ? 1 : 0);
+    slots[key] = slot;
+    return slot;
+  }
+
+  absl::Status LinkUnit(const Unit& unit) {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    // Node attributes that decide edge kinds.
+    for (int32_t id : unit.ids) {
+      ExecNode& n = nodes[id];
+      const NodeDef& def = *n.def;
+      switch (n.kind) {
+        case NodeKind::kEnter: {
+          n.is_constant_enter = def.GetBoolOr("is_constant", false);
+          n.parallel_iterations =
+              static_cast<int32_t>(def.GetIntOr("parallel_iterations", options_.default_parallel_iterations));
+          if (n.parallel_iterations < 1) n.parallel_iterations = 1;
+          break;
+        }
+        case NodeKind::kCall:
+        case NodeKind::kReturn: {
+          TDF_ASSIGN_OR_RETURN(int64_t site, def.GetInt("call_site"));
+          if (site < 0) return NodeError(def, absl::StatusCode::kInvalidArgument, "negative call_site");
+          n.label = static_cast<int32_t>(site);
+          break;
+        }
+        case NodeKind::kArg:
+        case NodeKind::kRetval: {
+          TDF_ASSIGN_OR_RETURN(int64_t index, def.GetInt("index"));
+          n.io_index = static_cast<int32_t>(index);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (int32_t id : unit.ids) {
+      ExecNode& c = nodes[id];
+      const NodeDef& def = *c.def;
+      c.invariant_input.assign(c.num_inputs, -1);
+      int32_t pending = 0;
+      int32_t from_next = 0, from_call = 0;
+      for (int32_t j = 0; j < c.num_inputs; ++j) {
+        TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(def.input[j]));
+        auto pit = unit.by_name.find(ref.node);
+        if (pit == unit.by_name.end())
+          return NodeError(def, absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("input '", def.input[j], "' names an unknown node"));
+        ExecNode& p = nodes[pit->second];
+        OutEdge e;
+        e.dst = c.id;
+        e.dst_slot = c.slot_base + j;
+        e.src_port = ref.is_control ? -1 : static_cast<int16_t>(ref.port);
+        e.invariant = -1;
+        if (!ref.is_control && ref.port >= p.num_outputs)
+          return NodeError(def, absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("input '", def.input[j], "': node has ", p.num_outputs, " outputs"));
+        bool counts = true;
+        if (p.kind == NodeKind::kEnter) {
+          e.kind = EdgeKind::kEnter;
+          ExecBlock& loop = exe_->blocks[c.block];
+          if (loop.kind != ExecBlock::Kind::kLoop)
+            return NodeError(*p.def, absl::StatusCode::kInvalidArgument, "Enter does not lead into a loop frame");
+          if (p.target_block < 0) {
+            p.target_block = c.block;
+            p.child_slot = ChildSlot(p.block, absl::StrCat("loop:", c.block), true);
+            loop.parallel_iterations = p.parallel_iterations;
+            if (p.is_constant_enter) {
+              p.io_index = loop.num_invariants++;
+            } else {
+              ++loop.num_enters;
+            }
+          }
+          if (p.is_constant_enter) {
+            e.invariant = static_cast<int16_t>(p.io_index);
+            c.invariant_input[j] = static_cast<int16_t>(p.io_index);
+            counts = false;
+          }
+        } else if (p.kind == NodeKind::kExit) {
+          e.kind = EdgeKind::kExit;
+        } else if (p.kind == NodeKind::kNextIteration) {
+          e.kind = EdgeKind::kNextIter;
+          ++from_next;
+        } else if (p.kind == NodeKind::kCall && !ref.is_control) {
+          e.kind = EdgeKind::kCall;
+          ++from_call;
+        } else if (c.kind == NodeKind::kReturn && !ref.is_control) {
+          e.kind = EdgeKind::kReturn;
+        } else {
+          e.kind = EdgeKind::kLocal;
+        }
+        if (counts) ++pending;
+        p.edges.push_back(e);
+      }
+      c.pending_init = pending;
+      if (c.kind == NodeKind::kMerge) {
+        if (from_call > 0) {
+          c.merge_expected[0] = c.merge_expected[1] = 1;
+        } else if (from_next > 0) {
+          c.merge_expected[0] = c.num_data_inputs - from_next;
+          c.merge_expected[1] = from_next;
+        } else {
+          c.merge_expected[0] = c.merge_expected[1] = c.num_data_inputs;
+        }
+        c.pending_init = 0;  // the merge state word starts empty
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status FinishUnit(const Unit& unit) {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    for (int32_t id : unit.ids) {
+      ExecNode& n = nodes[id];
+      ExecBlock& blk = exe_->blocks[n.block];
+      const NodeDef& def = *n.def;
+      // Sources fire when a frame of the block is created; in a loop body that
+      // includes nodes whose only inputs are loop invariants.
+      if (n.num_inputs == 0 || (n.pending_init == 0 && n.kind != NodeKind::kMerge)) blk.sources.push_back(id);
+      switch (n.kind) {
+        case NodeKind::kPlaceholder:
+          if (blk.kind != ExecBlock::Kind::kMain)
+            return NodeError(def, absl::StatusCode::kInvalidArgument, "a Placeholder must be in the main graph");
+          n.io_index = static_cast<int32_t>(exe_->placeholders.size());
+          exe_->placeholders.push_back(id);
+          break;
+        case NodeKind::kExit:
+          if (blk.kind != ExecBlock::Kind::kLoop)
+            return NodeError(def, absl::StatusCode::kInvalidArgument, "Exit outside a loop frame");
+          n.io_index = static_cast<int32_t>(blk.exits.size());
+          blk.exits.push_back(id);
+          break;
+        case NodeKind::kCall: {
+          TDF_ASSIGN_OR_RETURN(std::string fn, def.GetString("function"));
+          auto fit = function_blocks_.find(fn);
+          if (fit == function_blocks_.end())
+            return NodeError(def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("calls function '", fn, "' whose body is not in the graph"));
+          n.target_block = fit->second;
+          n.child_slot = ChildSlot(n.block, absl::StrCat("call:", fn, ":", n.label), false);
+          int32_t calls = 0;
+          for (int32_t other : blk.nodes) {
+            const ExecNode& o = nodes[other];
+            if ((o.kind == NodeKind::kCall || o.kind == NodeKind::kReturn) && o.label == n.label &&
+                o.def->GetString("function").value_or("") == fn) {
+              if (o.kind == NodeKind::kCall) ++calls;
+              if (o.kind == NodeKind::kReturn) n.site_returns.push_back({o.id, o.slot_base});
+            }
+          }
+          n.site_num_calls = calls;
+          break;
+        }
+        case NodeKind::kInvoke: {
+          TDF_ASSIGN_OR_RETURN(std::string fn, def.GetString("function"));
+          auto fit = function_blocks_.find(fn);
+          if (fit == function_blocks_.end())
+            return NodeError(def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("calls function '", fn, "' which has no definition"));
+          n.target_block = fit->second;
+          n.child_slot = ChildSlot(n.block, absl::StrCat("invoke:", id), false);
+          n.label = invoke_sites_[fn]++;
+          break;
+        }
+        case NodeKind::kArg:
+          ++blk.num_args;
+          break;
+        case NodeKind::kRetval:
+          ++blk.num_results;
+          break;
+        case NodeKind::kKernel: {
+          if (def.op == "Variable") {
+            if (blk.kind != ExecBlock::Kind::kMain)
+              return NodeError(def, absl::StatusCode::kInvalidArgument, "a Variable must be in the main graph");
+            n.variable = static_cast<int32_t>(exe_->variables.size());
+            exe_->variables.push_back(id);
+            exe_->kernels.push_back(MakeVariableHandleKernel(n.variable));
+          } else if (IsStateOp(def.op)) {
+            TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, MakeStateKernel(def));
+            exe_->kernels.push_back(std::move(k));
+          } else {
+            TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, Device::Type::kCpu));
+            exe_->kernels.push_back(std::move(k));
+          }
+          n.kernel = exe_->kernels.back().get();
+          break;
+        }
+        default:
+          break;
+      }
+      // Group a retval identity's Return edges by label (static mode).
+      bool has_return_edges = false;
+      for (const OutEdge& e : n.edges) has_return_edges |= e.kind == EdgeKind::kReturn;
+      if (has_return_edges) {
+        std::stable_sort(n.edges.begin(), n.edges.end(), [&](const OutEdge& a, const OutEdge& b) {
+          auto key = [&](const OutEdge& e) { return e.kind == EdgeKind::kReturn ? nodes[e.dst].label : -1; };
+          return key(a) < key(b);
+        });
+        int32_t max_label = -1;
+        for (const OutEdge& e : n.edges)
+          if (e.kind == EdgeKind::kReturn) max_label = std::max(max_label, nodes[e.dst].label);
+        n.return_edges_by_label.assign(max_label + 1, {0, 0});
+        for (int32_t k = 0; k < static_cast<int32_t>(n.edges.size()); ++k) {
+          const OutEdge& e = n.edges[k];
+          if (e.kind != EdgeKind::kReturn) continue;
+          auto& range = n.return_edges_by_label[nodes[e.dst].label];
+          if (range.first == range.second) range.first = k;
+          range.second = k + 1;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void Layout(ExecBlock& blk) {
+    blk.pending_template.assign(blk.nodes.size(), 0);
+    for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = exe_->nodes[blk.nodes[i]].pending_init;
+    size_t off = AlignUp(sizeof(Frame), 16);
+    blk.pending_offset = off;
+    off = AlignUp(off + sizeof(std::atomic<int32_t>) * blk.nodes.size(), 16);
+    blk.children_offset = off;
+    off = AlignUp(off + sizeof(runtime::ChildSlot) * blk.num_child_slots, 16);
+    blk.slots_offset = off;
+    off = AlignUp(off + sizeof(Token) * blk.num_slots, 16);
+    blk.args_offset = off;
+    off = AlignUp(off + sizeof(Token) * blk.num_args, 64);
+    blk.frame_bytes = off;
+  }
+
+  ExecutableGraph* exe_;
+  const SessionOptions& options_;
+  std::vector<Unit> units_;
+  absl::flat_hash_map<std::string, int32_t> op_ids_;
+  std::map<std::string, int32_t> function_blocks_;
+  std::map<std::string, int32_t> invoke_sites_;
+  std::map<int32_t, std::map<std::string, int32_t>> child_slots_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, ExecutionMode mode,
+                                                         const SessionOptions& options) {
+  auto exe = std::make_unique<ExecutableGraph>();
+  exe->graph = graph;
+  exe->mode = mode;
+  Compiler compiler(exe.get(), options);
+  TDF_RETURN_IF_ERROR(compiler.AddUnit(exe->graph.node, ""));
+  if (mode == ExecutionMode::kDynamic) {
+    for (const auto& [name, fn] : exe->graph.library.functions()) {
+      if (!fn.defined) continue;
+      absl::Status s = compiler.AddUnit(fn.node, name);
+      if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", name, "': ", s.message()));
+    }
+  }
+  TDF_RETURN_IF_ERROR(compiler.Link());
+  return exe;
+}
+
+}  // namespace runtime
+}  // namespace tdf

@@ -1,0 +1,140 @@
+// The immutable executable form of a graph (design.md §3): code blocks with
+// dense node indices, an input-slot layout per node and successor lists with
+// the target slot precomputed. Frames (frame.h) are activations of blocks.
+#ifndef TDF_SRC_RUNTIME_EXECUTABLE_H_
+#define TDF_SRC_RUNTIME_EXECUTABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tdf/graph.h"
+#include "tdf/kernel.h"
+#include "tdf/op_registry.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace runtime {
+
+// Where a token goes relative to the frame of the node that emits it.
+enum class EdgeKind : uint8_t {
+  kLocal,      // same frame
+  kEnter,      // into iteration 0 of the child loop (or its invariants)
+  kExit,       // to the loop's parent frame
+  kNextIter,   // to iteration k+1
+  kCall,       // into the invocation created for the call site
+  kReturn,     // from a callee into its caller; only for the creating site
+};
+
+struct OutEdge {
+  int32_t dst;        // node id (global)
+  int32_t dst_slot;   // slot index in the destination frame
+  int16_t src_port;   // -1: control edge
+  EdgeKind kind;
+  int16_t invariant;  // kEnter of a constant Enter: index in the loop's invariants; else -1
+};
+
+// How the executor fires a node.
+enum class NodeKind : uint8_t {
+  kKernel,
+  kPlaceholder,
+  kSwitch,
+  kMerge,
+  kEnter,
+  kExit,
+  kNextIteration,
+  kCall,
+  kReturn,
+  kInvoke,   // dynamic mode
+  kArg,      // dynamic mode: a function argument (fires at instantiation)
+  kRetval,   // dynamic mode: delivers a result to the Invoke's consumers
+  kNoOutput, // NoOp
+};
+
+struct ExecNode {
+  const NodeDef* def = nullptr;  // owned by ExecutableGraph::graph
+  NodeKind kind = NodeKind::kKernel;
+  int32_t id = 0;         // global
+  int32_t block = 0;
+  int32_t index = 0;      // dense index inside the block (pending counters)
+  int32_t slot_base = 0;  // first input slot in the frame
+  int32_t num_inputs = 0; // data + control: one slot each
+  int32_t num_data_inputs = 0;
+  int32_t num_outputs = 0;
+  int32_t pending_init = 0;  // inputs to wait for (excludes loop invariants)
+  int32_t op_id = 0;      // dense id of the op name (stats)
+  OpKernel* kernel = nullptr;  // not owned
+  // Edges, ordered so that Return edges of one label are contiguous.
+  std::vector<OutEdge> edges;
+  // Merge: inputs expected in iteration 0 (or outside loops) and later ones.
+  int32_t merge_expected[2] = {0, 0};
+  // Inputs that read a loop invariant instead of a slot (-1: a slot).
+  std::vector<int16_t> invariant_input;
+  // Enter: the child slot of its loop, the loop block, constant or not.
+  // Call / Invoke: the child slot of its site, the callee block, the label.
+  int32_t child_slot = -1;
+  int32_t target_block = -1;
+  int32_t label = -1;
+  int32_t site_num_calls = 1;        // Call: the Call nodes of this site
+  bool is_constant_enter = false;
+  int32_t parallel_iterations = 10;
+  // Call: (Return node id, its data slot) of the site, for dead sites.
+  std::vector<std::pair<int32_t, int32_t>> site_returns;
+  // Retval identity of a function (static mode): edges [begin, end) per label.
+  std::vector<std::pair<int32_t, int32_t>> return_edges_by_label;
+  // kArg / kRetval: the argument or result index; kPlaceholder: feed ordinal;
+  // constant Enter: the invariant index; Exit: its index in the loop's exits.
+  int32_t io_index = -1;
+  // Variable handle (kKernel Variable): index in the session's variables.
+  int32_t variable = -1;
+};
+
+struct ExecBlock {
+  enum class Kind : uint8_t { kMain, kLoop, kFunction };
+  Kind kind = Kind::kMain;
+  int32_t id = 0;
+  int32_t parent = -1;   // loops: enclosing block
+  std::string name;      // loop frame name or function name
+  std::vector<int32_t> nodes;    // global ids, in block-index order
+  std::vector<int32_t> sources;  // fire when a frame of this block is created
+  std::vector<int32_t> pending_template;  // per block index
+  int32_t num_slots = 0;
+  int32_t num_child_slots = 0;
+  std::vector<uint8_t> child_is_loop;  // per child slot: a LoopState (1) or a Frame (0)
+  // Loops: Enter counts from the parent block and the Exit nodes.
+  int32_t num_enters = 0;      // non-constant
+  int32_t num_invariants = 0;  // constant Enters
+  std::vector<int32_t> exits;
+  int32_t parallel_iterations = 10;
+  // Dynamic mode functions: arguments and results.
+  int32_t num_args = 0;
+  int32_t num_results = 0;
+  // Frame layout (bytes).
+  size_t pending_offset = 0, children_offset = 0, slots_offset = 0, args_offset = 0, frame_bytes = 0;
+};
+
+struct ExecutableGraph {
+  Graph graph;  // the graph that runs (owns every NodeDef)
+  std::vector<std::unique_ptr<NodeDef>> extra_defs;  // dynamic mode: function body nodes
+  std::vector<ExecNode> nodes;
+  std::vector<ExecBlock> blocks;  // blocks[0] is main
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  std::vector<std::string> op_names;  // by op_id
+  std::vector<int32_t> placeholders;  // node ids, by feed ordinal
+  std::vector<int32_t> variables;     // Variable node ids, by handle
+  ExecutionMode mode = ExecutionMode::kStatic;
+
+  int32_t FindMainNode(absl::string_view name) const;  // -1 if none
+};
+
+// Builds the executable form. In static mode `graph` must be transformed
+// (no Invoke); in dynamic mode it keeps its Invoke nodes and library.
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, ExecutionMode mode,
+                                                         const SessionOptions& options);
+
+}  // namespace runtime
+}  // namespace tdf
+
+#endif  // TDF_SRC_RUNTIME_EXECUTABLE_H_

@@ -1,0 +1,1217 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "oneapi/tbb/task_group.h"
+#include "runtime/frame.h"
+#include "runtime/trace.h"
+
+namespace tdf {
+namespace runtime {
+
+// ---------------------------------------------------------------------------
+// Frame allocation: per-thread free lists by size class, so creating an
+// invocation (one per call in fib) costs no malloc in the steady state.
+
+namespace {
+
+constexpr size_t kSizeClassBytes = 64;
+constexpr size_t kNumSizeClasses = 128;  // frames up to 8 KiB are pooled
+constexpr size_t kMaxPooledPerClass = 1 << 14;
+
+struct FramePool {
+  std::vector<void*> free_lists[kNumSizeClasses];
+  ~FramePool() {
+    for (auto& list : free_lists)
+      for (void* p : list) std::free(p);
+  }
+};
+
+FramePool& ThreadPool() {
+  thread_local FramePool pool;
+  return pool;
+}
+
+void* AllocateBytes(size_t bytes) {
+  size_t cls = bytes / kSizeClassBytes;
+  if (cls < kNumSizeClasses) {
+    auto& list = ThreadPool().free_lists[cls];
+    if (!list.empty()) {
+      void* p = list.back();
+      list.pop_back();
+      return p;
+    }
+  }
+  return std::aligned_alloc(kSizeClassBytes, bytes);
+}
+
+void FreeBytes(void* p, size_t bytes) {
+  size_t cls = bytes / kSizeClassBytes;
+  if (cls < kNumSizeClasses) {
+    auto& list = ThreadPool().free_lists[cls];
+    if (list.size() < kMaxPooledPerClass) {
+      list.push_back(p);
+      return;
+    }
+  }
+  std::free(p);
+}
+
+}  // namespace
+
+Frame* AllocateFrame(const ExecBlock& block) {
+  void* mem = AllocateBytes(block.frame_bytes);
+  if (mem == nullptr) return nullptr;
+  Frame* f = new (mem) Frame;
+  f->block = &block;
+  f->parent = nullptr;
+  f->loop = nullptr;
+  f->instance = nullptr;
+  f->run = nullptr;
+  f->iteration = 0;
+  f->label = -1;
+  f->slot_in_parent = -1;
+  f->depth = 0;
+  f->caller_node = -1;
+  f->next_iteration.store(nullptr, std::memory_order_relaxed);
+  f->refs.store(0, std::memory_order_relaxed);
+  static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "pending counters are plain int32 in memory");
+  if (!block.pending_template.empty())
+    std::memcpy(static_cast<void*>(f->pending()), block.pending_template.data(),
+                sizeof(int32_t) * block.pending_template.size());
+  // Zero bytes are empty child slots and empty (invalid, live) tokens.
+  std::memset(static_cast<void*>(f->children()), 0, block.frame_bytes - block.children_offset);
+  return f;
+}
+
+void FreeFrame(Frame* f) {
+  const ExecBlock& block = *f->block;
+  Token* slots = f->slots();
+  for (int32_t i = 0; i < block.num_slots; ++i) {
+    if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+  }
+  Token* args = f->args();
+  for (int32_t i = 0; i < block.num_args; ++i) {
+    if (!args[i].value.is_inline_scalar()) args[i].value = Tensor();
+  }
+  delete f->instance;
+  const size_t bytes = block.frame_bytes;
+  f->~Frame();
+  FreeBytes(f, bytes);
+}
+
+// ---------------------------------------------------------------------------
+// Run state.
+
+namespace {
+
+constexpr int32_t kMergeFired = 1 << 30;
+constexpr int32_t kMergeCountMask = 0xFFFF;
+constexpr int kCheckInterval = 1024;
+
+struct ReadyItem {
+  Frame* frame;
+  int32_t node;
+};
+
+struct FetchTarget {
+  int32_t node;
+  int32_t port;
+};
+
+}  // namespace
+
+struct RunState {
+  const ExecutableGraph* exe = nullptr;
+  const SessionOptions* options = nullptr;
+  VariableStore* variables = nullptr;
+  std::vector<Tensor> feeds;                 // by placeholder ordinal
+  std::vector<int32_t> fetch_first;          // per node: first fetch index or -1
+  std::vector<FetchTarget> fetches;
+  std::vector<int32_t> fetch_next;           // next fetch index of the same node
+  std::vector<Tensor> fetched;
+  std::vector<uint8_t> fetched_set;
+  std::vector<uint8_t> fired_in_root;        // per node of the main block (targets)
+  Frame* root = nullptr;
+  std::atomic<bool> root_done{false};
+
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+
+  std::atomic<int64_t> live_frames{0};
+  std::atomic<int64_t> peak_live_frames{0};
+  std::atomic<int64_t> frames_created{0};
+  std::atomic<int64_t> max_depth{0};
+  std::atomic<int64_t> instantiations{0};
+
+  tbb::task_group* group = nullptr;
+  int num_workers = 1;
+  std::atomic<int> active{0};
+  std::atomic<int> offers{0};
+
+  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::time_point deadline;
+  bool has_deadline = false;
+  const CancellationToken* cancel = nullptr;
+
+  bool tracing = false;
+  ExecutionObserver* observer = nullptr;
+  TraceWriter* trace = nullptr;
+
+  // Merged worker statistics.
+  std::vector<int64_t> live_by_op ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> dead_by_op ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> live_by_node ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> dead_by_node ABSL_GUARDED_BY(mu);
+
+  void Fail(absl::Status s) {
+    {
+      absl::MutexLock lock(&mu);
+      if (status.ok()) status = std::move(s);
+    }
+    stop.store(true, std::memory_order_release);
+  }
+};
+
+namespace {
+
+std::string TagString(const Frame* f) {
+  std::vector<std::string> labels;
+  for (; f != nullptr && f->kind != Frame::Kind::kRoot; f = f->parent) {
+    if (f->kind == Frame::Kind::kInvocation) {
+      labels.push_back(absl::StrCat(f->label));
+    } else {
+      labels.push_back(absl::StrCat(f->iteration));
+      labels.push_back(f->block->name);
+    }
+  }
+  return absl::StrCat("[", absl::StrJoin(labels, ", "), "]");
+}
+
+std::string NodeAtTag(const ExecNode& n, const Frame* f) {
+  return absl::StrCat("node '", n.def->name, "' (", n.def->op, ") at tag ", TagString(f));
+}
+
+class Worker {
+ public:
+  explicit Worker(RunState* run) : run_(run), exe_(run->exe) {
+    const size_t ops = exe_->op_names.size();
+    live_by_op_.assign(ops, 0);
+    dead_by_op_.assign(ops, 0);
+    if (run->options->collect_node_stats) {
+      live_by_node_.assign(exe_->nodes.size(), 0);
+      dead_by_node_.assign(exe_->nodes.size(), 0);
+    }
+    worker_id_ = tbb::this_task_arena::current_thread_index();
+  }
+
+  void Loop(std::vector<ReadyItem> items);
+  void Flush();
+
+  // Called by the run driver to seed the root frame.
+  std::vector<ReadyItem>& stack() { return stack_; }
+  void Push(Frame* f, int32_t node) { stack_.push_back({f, node}); }
+  void Release(Frame* f, int64_t delta);
+
+ private:
+  void Fire(Frame* f, const ExecNode& n);
+  bool Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok);
+  bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok);
+  // Delivers `tok` along [begin, end) into `t`; returns the ready count.
+  int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
+  void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FireInvoke(Frame* f, const ExecNode& n, bool dead);
+  void FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
+  Frame* CreateIteration(LoopState* loop, int64_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mu);
+  void FrameDone(Frame* f);
+  void IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** loop_release);
+  void LoopDone(LoopState* loop, std::vector<Frame*>* release);
+  void Offer();
+  bool CheckLimits();
+  void CountFrame(int32_t depth);
+  const OutEdge* EdgesBegin(const Frame* f, const ExecNode& n) const {
+    if (f->instance == nullptr) return n.edges.data();
+    return f->instance->edges.data() + f->instance->edge_begin[n.index];
+  }
+  const OutEdge* EdgesEnd(const Frame* f, const ExecNode& n) const {
+    if (f->instance == nullptr) return n.edges.data() + n.edges.size();
+    return f->instance->edges.data() + f->instance->edge_begin[n.index + 1];
+  }
+
+  RunState* run_;
+  const ExecutableGraph* exe_;
+  std::vector<ReadyItem> stack_;
+  std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
+  int worker_id_ = 0;
+  int since_check_ = 0;
+};
+
+void Worker::CountFrame(int32_t depth) {
+  run_->frames_created.fetch_add(1, std::memory_order_relaxed);
+  int64_t live = run_->live_frames.fetch_add(1, std::memory_order_relaxed) + 1;
+  int64_t peak = run_->peak_live_frames.load(std::memory_order_relaxed);
+  while (live > peak && !run_->peak_live_frames.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+  int64_t md = run_->max_depth.load(std::memory_order_relaxed);
+  while (depth > md && !run_->max_depth.compare_exchange_weak(md, depth, std::memory_order_relaxed)) {
+  }
+}
+
+Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator) {
+  const int32_t depth = parent->depth + 1;
+  if (depth > run_->options->max_tag_depth) {
+    run_->Fail(absl::ResourceExhaustedError(
+        absl::StrCat("recursion limit: ", block.kind == ExecBlock::Kind::kLoop ? "loop '" : "function '", block.name,
+                     "' would reach tag depth ", depth, ", over max_tag_depth ", run_->options->max_tag_depth,
+                     " (", NodeAtTag(creator, parent), ")")));
+    return nullptr;
+  }
+  if (run_->live_frames.load(std::memory_order_relaxed) >= run_->options->max_live_frames) {
+    run_->Fail(absl::ResourceExhaustedError(
+        absl::StrCat("frame limit: ", run_->options->max_live_frames, " live frames reached entering ",
+                     block.kind == ExecBlock::Kind::kLoop ? "loop '" : "function '", block.name, "' at tag depth ",
+                     depth, " (", NodeAtTag(creator, parent), ")")));
+    return nullptr;
+  }
+  Frame* f = AllocateFrame(block);
+  if (f == nullptr) {
+    run_->Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory creating a frame of '", block.name, "'")));
+    return nullptr;
+  }
+  f->kind = kind;
+  f->parent = parent;
+  f->run = run_;
+  f->depth = depth;
+  CountFrame(depth);
+  return f;
+}
+
+void Worker::Release(Frame* f, int64_t delta) {
+  if (delta == 0) return;
+  if (f->refs.fetch_add(delta, std::memory_order_acq_rel) + delta == 0) FrameDone(f);
+}
+
+// Completes `f` and every frame that completes because of it, iteratively
+// (a chain of completions can be as long as the recursion is deep).
+void Worker::FrameDone(Frame* first) {
+  std::vector<Frame*> todo{first};
+  while (!todo.empty()) {
+    Frame* f = todo.back();
+    todo.pop_back();
+    switch (f->kind) {
+      case Frame::Kind::kRoot:
+        run_->root_done.store(true, std::memory_order_release);
+        break;
+      case Frame::Kind::kInvocation: {
+        Frame* parent = f->parent;
+        int ready = 0;
+        if (f->instance != nullptr) {
+          // Dynamic mode: the Invoke's control dependents run after the call.
+          const ExecNode& invoke = exe_->nodes[f->caller_node];
+          for (const OutEdge& e : invoke.edges) {
+            if (e.src_port >= 0) continue;
+            if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, Token{})) {
+              Push(parent, e.dst);
+              ++ready;
+            }
+          }
+        }
+        parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+        FreeFrame(f);
+        run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
+        if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) todo.push_back(parent);
+        break;
+      }
+      case Frame::Kind::kIteration: {
+        LoopState* loop_release = nullptr;
+        IterationDone(f, &todo, &loop_release);
+        if (loop_release != nullptr &&
+            loop_release->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          LoopDone(loop_release, &todo);
+        }
+        break;
+      }
+    }
+  }
+}
+
+Frame* Worker::CreateIteration(LoopState* loop, int64_t k) {
+  const ExecBlock& block = *loop->block;
+  Frame* parent = loop->parent;
+  Frame* f = AllocateFrame(block);
+  if (f == nullptr) {
+    run_->Fail(absl::ResourceExhaustedError("out of memory creating a loop iteration"));
+    return nullptr;
+  }
+  f->kind = Frame::Kind::kIteration;
+  f->parent = parent;
+  f->loop = loop;
+  f->run = run_;
+  f->iteration = k;
+  f->depth = parent->depth + 1;
+  CountFrame(f->depth);
+  const int64_t external = k == 0 ? block.num_enters : (loop->last_done >= k - 1 ? 0 : 1);
+  f->refs.store(external + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
+  if (k > 0 && !loop->live.empty() && loop->live.back()->iteration == k - 1)
+    loop->live.back()->next_iteration.store(f, std::memory_order_release);
+  loop->live.push_back(f);
+  loop->created = k + 1;
+  for (int32_t src : block.sources) Push(f, src);
+  return f;
+}
+
+void Worker::IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** loop_release) {
+  LoopState* loop = f->loop;
+  Frame* succ = nullptr;
+  bool chain_end = false;
+  int ready_new = 0;
+  Frame* created = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(loop->mu);
+    loop->live.pop_front();
+    loop->last_done = f->iteration;
+    succ = f->next_iteration.load(std::memory_order_acquire);
+    if (!loop->deferred.empty() &&
+        static_cast<int32_t>(loop->live.size()) < loop->parallel_iterations) {
+      created = CreateIteration(loop, loop->created);
+      if (created != nullptr) {
+        for (DeferredToken& d : loop->deferred) {
+          if (Deliver(created, exe_->nodes[d.dst], d.dst_slot, std::move(d.token))) {
+            Push(created, d.dst);
+            ++ready_new;
+          }
+        }
+        created->refs.fetch_add(ready_new, std::memory_order_relaxed);
+      }
+      loop->deferred.clear();
+    } else if (succ == nullptr && loop->deferred.empty()) {
+      chain_end = true;
+    }
+  }
+  FreeFrame(f);
+  run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
+  if (succ != nullptr && succ->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release->push_back(succ);
+  if (chain_end) *loop_release = loop;
+}
+
+void Worker::LoopDone(LoopState* loop, std::vector<Frame*>* release) {
+  Frame* parent = loop->parent;
+  int ready = 0;
+  // Exits that never saw a live token deliver one dead token (TensorFlow's
+  // "dead exits"), so a loop in an untaken branch drains as dead.
+  for (size_t i = 0; i < loop->block->exits.size(); ++i) {
+    if (loop->exit_live[i]) continue;
+    const ExecNode& exit = exe_->nodes[loop->block->exits[i]];
+    for (const OutEdge& e : exit.edges) {
+      Token dead;
+      dead.dead = true;
+      if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, std::move(dead))) {
+        Push(parent, e.dst);
+        ++ready;
+      }
+    }
+  }
+  parent->children()[loop->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+  delete loop;
+  if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
+}
+
+bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
+  std::atomic<int32_t>& state = t->pending()[dst.index];
+  if (!tok.dead) {
+    const int32_t input = slot - dst.slot_base;
+    t->slots()[slot] = std::move(tok);
+    int32_t cur = state.load(std::memory_order_relaxed);
+    while (!(cur & kMergeFired)) {
+      if (state.compare_exchange_weak(cur, cur | kMergeFired | (input << 16), std::memory_order_acq_rel))
+        return true;
+    }
+    return false;  // a second live input: the Merge already fired
+  }
+  const int expected =
+      dst.merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
+  const int32_t prev = state.fetch_add(1, std::memory_order_acq_rel);
+  return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
+}
+
+inline bool Worker::Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
+  if (dst.kind == NodeKind::kMerge) return DeliverMerge(t, dst, slot, std::move(tok));
+  t->slots()[slot] = std::move(tok);
+  if (dst.pending_init <= 1) return true;
+  return t->pending()[dst.index].fetch_sub(1, std::memory_order_acq_rel) == 1;
+}
+
+int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead) {
+  int ready = 0;
+  for (const OutEdge* e = begin; e != end; ++e) {
+    Token tok;
+    if (e->src_port < 0) {
+      tok.dead = dead;
+    } else {
+      tok = outs[e->src_port];
+    }
+    if (Deliver(t, exe_->nodes[e->dst], e->dst_slot, std::move(tok))) {
+      Push(t, e->dst);
+      ++ready;
+    }
+  }
+  return ready;
+}
+
+void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  const OutEdge* begin = EdgesBegin(f, n);
+  const OutEdge* end = EdgesEnd(f, n);
+  int ready = 0;
+  if (n.return_edges_by_label.empty()) {
+    ready = DeliverEdges(f, begin, end, outs, dead);
+  } else {
+    // A function result: local edges, then the Return of the creating site.
+    int32_t first_return = static_cast<int32_t>(end - begin);
+    for (const auto& range : n.return_edges_by_label)
+      if (range.first != range.second) first_return = std::min(first_return, range.first);
+    ready = DeliverEdges(f, begin, begin + first_return, outs, dead);
+    if (f->kind == Frame::Kind::kInvocation && f->label >= 0 &&
+        f->label < static_cast<int32_t>(n.return_edges_by_label.size())) {
+      const auto& range = n.return_edges_by_label[f->label];
+      Frame* parent = f->parent;
+      int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
+      if (parent_ready > 0) parent->refs.fetch_add(parent_ready, std::memory_order_acq_rel);
+    }
+  }
+  Release(f, ready - 1);
+}
+
+void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  ChildSlot& cs = f->children()[n.child_slot];
+  void* p = cs.child.load(std::memory_order_acquire);
+  LoopState* loop = static_cast<LoopState*>(p);
+  if (p == nullptr) {
+    const ExecBlock& block = exe_->blocks[n.target_block];
+    auto* fresh = new LoopState;
+    fresh->block = &block;
+    fresh->parent = f;
+    fresh->slot_in_parent = n.child_slot;
+    fresh->parallel_iterations = std::max(1, n.parallel_iterations);
+    fresh->refs.store(block.num_invariants + 1, std::memory_order_relaxed);
+    fresh->invariants.resize(block.num_invariants);
+    fresh->exit_live.assign(block.exits.size(), 0);
+    void* expected = nullptr;
+    if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+      loop = fresh;
+      f->refs.fetch_add(1, std::memory_order_relaxed);  // the loop is a child of f
+    } else {
+      delete fresh;
+      loop = static_cast<LoopState*>(expected);
+    }
+  }
+  if (n.is_constant_enter) {
+    Frame* start = nullptr;
+    int ready = 0;
+    int early_enters = 0;
+    {
+      std::lock_guard<std::mutex> lock(loop->mu);
+      loop->invariants[n.io_index] = outs[0];
+      loop->invariants[n.io_index].dead = dead;
+      if (++loop->invariants_arrived == loop->block->num_invariants && !loop->early.empty()) {
+        // Enters that arrived before the invariants start iteration 0 now.
+        start = CreateIteration(loop, 0);
+        if (start != nullptr) {
+          for (DeferredToken& d : loop->early) {
+            if (Deliver(start, exe_->nodes[d.dst], d.dst_slot, std::move(d.token))) {
+              Push(start, d.dst);
+              ++ready;
+            }
+          }
+          loop->iteration0 = start;
+        }
+        loop->early.clear();
+        early_enters = loop->early_enters;
+        loop->early_enters = 0;
+      }
+    }
+    if (start != nullptr) Release(start, ready - early_enters);
+    if (loop->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::vector<Frame*> todo;
+      LoopDone(loop, &todo);
+      for (Frame* t : todo) FrameDone(t);
+    }
+    Release(f, -1);
+    return;
+  }
+  Frame* it0 = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(loop->mu);
+    if (loop->invariants_arrived < loop->block->num_invariants) {
+      for (const OutEdge& e : n.edges) {
+        DeferredToken d{e.dst, e.dst_slot, Token{}};
+        d.token = outs[0];
+        d.token.dead = dead;
+        loop->early.push_back(std::move(d));
+      }
+      ++loop->early_enters;
+    } else {
+      it0 = loop->iteration0;
+      if (it0 == nullptr) {
+        it0 = CreateIteration(loop, 0);
+        loop->iteration0 = it0;
+      }
+    }
+  }
+  if (it0 != nullptr) {
+    int ready = DeliverEdges(it0, n.edges.data(), n.edges.data() + n.edges.size(), outs, dead);
+    Release(it0, ready - 1);  // this Enter's arrival is done
+  }
+  Release(f, -1);
+}
+
+void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  if (dead) {  // deadness stops at the back edge (TensorFlow does the same)
+    Release(f, -1);
+    return;
+  }
+  Frame* next = f->next_iteration.load(std::memory_order_acquire);
+  if (next == nullptr) {
+    LoopState* loop = f->loop;
+    std::lock_guard<std::mutex> lock(loop->mu);
+    next = f->next_iteration.load(std::memory_order_acquire);
+    if (next == nullptr) {
+      if (static_cast<int32_t>(loop->live.size()) >= loop->parallel_iterations) {
+        // The window of iterations in flight is full: park the tokens until
+        // the oldest iteration finishes (IterationDone creates k+1 then).
+        for (const OutEdge& e : n.edges) {
+          DeferredToken d{e.dst, e.dst_slot, Token{}};
+          d.token = outs[0];
+          loop->deferred.push_back(std::move(d));
+        }
+        Release(f, -1);
+        return;
+      }
+      next = CreateIteration(loop, f->iteration + 1);
+      if (next == nullptr) {
+        Release(f, -1);
+        return;
+      }
+    }
+  }
+  int ready = DeliverEdges(next, n.edges.data(), n.edges.data() + n.edges.size(), outs, false);
+  if (ready > 0) next->refs.fetch_add(ready, std::memory_order_acq_rel);
+  Release(f, -1);
+}
+
+void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  ChildSlot& cs = f->children()[n.child_slot];
+  int self_ready = 0;
+  Frame* child = nullptr;
+  int child_ready = 0;
+  const OutEdge* begin = n.edges.data();
+  const OutEdge* end = begin + n.edges.size();
+  if (!dead) {
+    child = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
+    if (child == nullptr) {
+      const ExecBlock& block = exe_->blocks[n.target_block];
+      Frame* fresh = NewFrame(block, Frame::Kind::kInvocation, f, n);
+      if (fresh == nullptr) {
+        Release(f, -1);
+        return;
+      }
+      fresh->label = n.label;
+      fresh->slot_in_parent = n.child_slot;
+      // One external reference until the site's last Call has arrived.
+      fresh->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
+      void* expected = nullptr;
+      if (n.site_num_calls == 1) {
+        cs.child.store(fresh, std::memory_order_release);
+        child = fresh;
+      } else if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+        child = fresh;
+      } else {
+        FreeFrame(fresh);
+        run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
+        child = static_cast<Frame*>(expected);
+        fresh = nullptr;
+      }
+      if (fresh != nullptr) {
+        f->refs.fetch_add(1, std::memory_order_relaxed);  // the invocation is a child of f
+        for (int32_t src : block.sources) Push(fresh, src);
+      }
+    }
+    for (const OutEdge* e = begin; e != end; ++e) {
+      if (e->kind != EdgeKind::kCall) continue;
+      if (Deliver(child, exe_->nodes[e->dst], e->dst_slot, Token(outs[0]))) {
+        Push(child, e->dst);
+        ++child_ready;
+      }
+    }
+  }
+  // Control edges to the site's Returns, in this frame.
+  for (const OutEdge* e = begin; e != end; ++e) {
+    if (e->kind == EdgeKind::kCall) continue;
+    Token tok;
+    tok.dead = dead;
+    if (Deliver(f, exe_->nodes[e->dst], e->dst_slot, std::move(tok))) {
+      Push(f, e->dst);
+      ++self_ready;
+    }
+  }
+  bool last = true;
+  int lives = dead ? 0 : 1;
+  if (n.site_num_calls > 1) {
+    uint32_t prev = cs.arrivals.fetch_add(1 + (dead ? 0 : (1u << 16)), std::memory_order_acq_rel);
+    last = static_cast<int32_t>((prev & 0xFFFF) + 1) == n.site_num_calls;
+    lives += static_cast<int>(prev >> 16);
+  }
+  if (!dead) {
+    Release(child, child_ready - (last ? 1 : 0));
+  } else if (last) {
+    if (lives > 0) {
+      Frame* c = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
+      if (c != nullptr && c != kChildDone) Release(c, -1);
+    } else {
+      // No argument entered the body: the Returns emit dead under our tag.
+      for (const auto& [ret, slot] : n.site_returns) {
+        Token tok;
+        tok.dead = true;
+        if (Deliver(f, exe_->nodes[ret], slot, std::move(tok))) {
+          Push(f, ret);
+          ++self_ready;
+        }
+      }
+    }
+  }
+  Release(f, self_ready - 1);
+}
+
+void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
+  Token* slots = f->slots() + n.slot_base;
+  if (dead) {
+    Token outs[1];
+    outs[0].dead = true;
+    int ready = 0;
+    for (const OutEdge& e : n.edges) {
+      Token tok;
+      tok.dead = true;
+      if (Deliver(f, exe_->nodes[e.dst], e.dst_slot, std::move(tok))) {
+        Push(f, e.dst);
+        ++ready;
+      }
+    }
+    Release(f, ready - 1);
+    return;
+  }
+  const ExecBlock& block = exe_->blocks[n.target_block];
+  Frame* child = NewFrame(block, Frame::Kind::kInvocation, f, n);
+  if (child == nullptr) {
+    Release(f, -1);
+    return;
+  }
+  // Instantiate a fresh copy of the callee's body: the dynamic baseline pays
+  // for materializing the graph on every call.
+  auto* inst = new BodyInstance;
+  inst->edge_begin.resize(block.nodes.size() + 1);
+  size_t total = 0;
+  for (size_t i = 0; i < block.nodes.size(); ++i) total += exe_->nodes[block.nodes[i]].edges.size();
+  inst->edges.reserve(total);
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
+    inst->edge_begin[i] = static_cast<int32_t>(inst->edges.size());
+    const auto& edges = exe_->nodes[block.nodes[i]].edges;
+    inst->edges.insert(inst->edges.end(), edges.begin(), edges.end());
+  }
+  inst->edge_begin[block.nodes.size()] = static_cast<int32_t>(inst->edges.size());
+  run_->instantiations.fetch_add(1, std::memory_order_relaxed);
+  child->instance = inst;
+  child->label = n.label;
+  child->slot_in_parent = n.child_slot;
+  child->caller_node = n.id;
+  for (int32_t i = 0; i < n.num_data_inputs && i < block.num_args; ++i) child->args()[i] = std::move(slots[i]);
+  child->refs.store(static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
+  f->children()[n.child_slot].child.store(child, std::memory_order_release);
+  f->refs.fetch_add(1, std::memory_order_relaxed);
+  for (int32_t src : block.sources) Push(child, src);
+  if (block.sources.empty()) FrameDone(child);
+  Release(f, -1);
+}
+
+void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  Frame* parent = f->parent;
+  const ExecNode& invoke = exe_->nodes[f->caller_node];
+  int ready = 0;
+  for (const OutEdge& e : invoke.edges) {
+    if (e.src_port != n.io_index) continue;
+    Token tok = outs[0];
+    tok.dead = dead;
+    if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, std::move(tok))) {
+      Push(parent, e.dst);
+      ++ready;
+    }
+  }
+  if (ready > 0) parent->refs.fetch_add(ready, std::memory_order_acq_rel);
+  Release(f, -1);
+}
+
+void Worker::Fire(Frame* f, const ExecNode& n) {
+  Token* slots = f->slots() + n.slot_base;
+  bool dead = false;
+  Token outs[2];
+  std::vector<Token> many_outs;
+  Token* out = outs;
+  if (n.num_outputs > 2) {
+    many_outs.resize(n.num_outputs);
+    out = many_outs.data();
+  }
+  const bool has_invariants = f->loop != nullptr && !n.invariant_input.empty();
+  if (n.kind == NodeKind::kMerge) {
+    const int32_t state = f->pending()[n.index].load(std::memory_order_acquire);
+    if (state & kMergeFired) {
+      const int32_t input = (state >> 16) & 0x3FFF;
+      out[0] = std::move(slots[input]);
+      out[1].value = Tensor::Scalar<int32_t>(input);
+    } else {
+      dead = true;
+    }
+  } else if (n.kind == NodeKind::kReturn) {
+    dead = slots[0].dead;
+  } else {
+    for (int32_t i = 0; i < n.num_inputs; ++i) {
+      if (has_invariants && n.invariant_input[i] >= 0) {
+        dead |= f->loop->invariants[n.invariant_input[i]].dead;
+      } else {
+        dead |= slots[i].dead;
+      }
+    }
+  }
+  std::chrono::steady_clock::time_point t0;
+  if (run_->tracing) t0 = std::chrono::steady_clock::now();
+
+  switch (n.kind) {
+    case NodeKind::kKernel: {
+      if (!dead) {
+        const Tensor* ins[8];
+        std::vector<const Tensor*> many_ins;
+        const Tensor** in = ins;
+        if (n.num_data_inputs > 8) {
+          many_ins.resize(n.num_data_inputs);
+          in = many_ins.data();
+        }
+        for (int32_t i = 0; i < n.num_data_inputs; ++i) {
+          in[i] = (has_invariants && n.invariant_input[i] >= 0) ? &f->loop->invariants[n.invariant_input[i]].value
+                                                               : &slots[i].value;
+        }
+        Tensor* tout = reinterpret_cast<Tensor*>(0);
+        Tensor tensors_small[2];
+        std::vector<Tensor> tensors_many;
+        tout = tensors_small;
+        if (n.num_outputs > 2) {
+          tensors_many.resize(n.num_outputs);
+          tout = tensors_many.data();
+        }
+        KernelContext ctx(in, n.num_data_inputs, tout, n.num_outputs, Device::Cpu());
+        ctx.set_session_state(run_->variables);
+        absl::Status s = n.kernel->Compute(ctx);
+        if (!s.ok()) {
+          run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
+          return;
+        }
+        for (int32_t i = 0; i < n.num_outputs; ++i) out[i].value = std::move(tout[i]);
+      }
+      break;
+    }
+    case NodeKind::kPlaceholder:
+      out[0].value = run_->feeds[n.io_index];
+      break;
+    case NodeKind::kSwitch: {
+      if (!dead) {
+        const Tensor& p = slots[1].value;
+        bool pred;
+        if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
+          pred = p.scalar<bool>();
+        } else {
+          absl::StatusOr<bool> v = p.ScalarValue<bool>();
+          if (!v.ok()) {
+            run_->Fail(absl::InvalidArgumentError(
+                absl::StrCat(NodeAtTag(n, f), ": predicate: ", v.status().message())));
+            return;
+          }
+          pred = *v;
+        }
+        out[pred ? 1 : 0] = std::move(slots[0]);
+        out[pred ? 0 : 1].dead = true;
+      }
+      break;
+    }
+    case NodeKind::kEnter:
+    case NodeKind::kExit:
+    case NodeKind::kNextIteration:
+    case NodeKind::kCall:
+    case NodeKind::kReturn:
+    case NodeKind::kRetval:
+      if (n.num_data_inputs > 0) out[0] = std::move(slots[0]);
+      break;
+    case NodeKind::kArg:
+      out[0] = f->args()[n.io_index];
+      break;
+    default:
+      break;
+  }
+  if (dead) {
+    for (int32_t i = 0; i < std::max<int32_t>(n.num_outputs, 1); ++i) out[i].dead = true;
+  }
+  // Inputs are consumed: release tensor buffers now, not at frame exit.
+  for (int32_t i = 0; i < n.num_inputs; ++i) {
+    if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+  }
+
+  if (dead) {
+    ++dead_by_op_[n.op_id];
+  } else {
+    ++live_by_op_[n.op_id];
+  }
+  if (!live_by_node_.empty()) ++(dead ? dead_by_node_ : live_by_node_)[n.id];
+  if (run_->tracing) {
+    auto t1 = std::chrono::steady_clock::now();
+    FiringEvent ev{&n.def->name, &n.def->op, TagString(f), worker_id_, dead,
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_->start).count(),
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - run_->start).count()};
+    if (run_->observer != nullptr) run_->observer->OnFiring(ev);
+    if (run_->trace != nullptr) run_->trace->Add(ev);
+  }
+  if (f == run_->root) {
+    run_->fired_in_root[n.id] = 1;
+    for (int32_t k = run_->fetch_first[n.id]; k >= 0; k = run_->fetch_next[k]) {
+      const FetchTarget& t = run_->fetches[k];
+      if (!out[t.port].dead) {
+        run_->fetched[k] = out[t.port].value;
+        run_->fetched_set[k] = 1;
+      }
+    }
+  }
+
+  switch (n.kind) {
+    case NodeKind::kEnter:
+      FireEnter(f, n, out, dead);
+      break;
+    case NodeKind::kExit: {
+      if (dead) {
+        Release(f, -1);
+        break;
+      }
+      f->loop->exit_live[n.io_index] = 1;
+      Frame* parent = f->parent;
+      int ready = DeliverEdges(parent, n.edges.data(), n.edges.data() + n.edges.size(), out, false);
+      if (ready > 0) parent->refs.fetch_add(ready, std::memory_order_acq_rel);
+      Release(f, -1);
+      break;
+    }
+    case NodeKind::kNextIteration:
+      FireNextIteration(f, n, out, dead);
+      break;
+    case NodeKind::kCall:
+      FireCall(f, n, out, dead);
+      break;
+    case NodeKind::kInvoke:
+      FireInvoke(f, n, dead);
+      break;
+    case NodeKind::kRetval:
+      FireRetval(f, n, out, dead);
+      break;
+    default:
+      PropagateLocal(f, n, out, dead);
+      break;
+  }
+}
+
+void Worker::Offer() {
+  // Hand the oldest half of the local stack (the largest subcomputations of
+  // a depth-first walk) to the arena, where an idle worker steals it.
+  const size_t half = stack_.size() / 2;
+  std::vector<ReadyItem> items(stack_.begin(), stack_.begin() + half);
+  stack_.erase(stack_.begin(), stack_.begin() + half);
+  run_->offers.fetch_add(1, std::memory_order_relaxed);
+  RunState* run = run_;
+  auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
+  run_->group->run([run, shared] {
+    run->offers.fetch_sub(1, std::memory_order_relaxed);
+    Worker w(run);
+    w.Loop(std::move(*shared));
+  });
+}
+
+bool Worker::CheckLimits() {
+  if (run_->cancel != nullptr && run_->cancel->cancelled()) {
+    run_->Fail(absl::CancelledError("run cancelled"));
+    return false;
+  }
+  if (run_->has_deadline && std::chrono::steady_clock::now() > run_->deadline) {
+    run_->Fail(absl::DeadlineExceededError("run exceeded its deadline"));
+    return false;
+  }
+  return true;
+}
+
+void Worker::Loop(std::vector<ReadyItem> items) {
+  run_->active.fetch_add(1, std::memory_order_relaxed);
+  if (stack_.empty()) {
+    stack_ = std::move(items);
+  } else {
+    stack_.insert(stack_.end(), items.begin(), items.end());
+  }
+  while (!stack_.empty()) {
+    if (run_->stop.load(std::memory_order_relaxed)) {
+      stack_.clear();  // frames they hold are freed by the run's cleanup
+      break;
+    }
+    if (++since_check_ >= kCheckInterval) {
+      since_check_ = 0;
+      if (!CheckLimits()) continue;
+    }
+    ReadyItem item = stack_.back();
+    stack_.pop_back();
+    Fire(item.frame, exe_->nodes[item.node]);
+    if (stack_.size() > 1 && run_->num_workers > 1 &&
+        run_->active.load(std::memory_order_relaxed) + run_->offers.load(std::memory_order_relaxed) <
+            run_->num_workers) {
+      Offer();
+    }
+  }
+  Flush();
+  run_->active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Worker::Flush() {
+  absl::MutexLock lock(&run_->mu);
+  for (size_t i = 0; i < live_by_op_.size(); ++i) {
+    run_->live_by_op[i] += live_by_op_[i];
+    run_->dead_by_op[i] += dead_by_op_[i];
+    live_by_op_[i] = dead_by_op_[i] = 0;
+  }
+  for (size_t i = 0; i < live_by_node_.size(); ++i) {
+    run_->live_by_node[i] += live_by_node_[i];
+    run_->dead_by_node[i] += dead_by_node_[i];
+    live_by_node_[i] = dead_by_node_[i] = 0;
+  }
+}
+
+// Frees every frame still reachable from the root (after an error, a cancel
+// or a run that could not finish) without recursion.
+int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::string>* waiting, int max_waiting) {
+  int64_t freed = 0;
+  std::vector<Frame*> todo{root};
+  while (!todo.empty()) {
+    Frame* f = todo.back();
+    todo.pop_back();
+    const ExecBlock& block = *f->block;
+    if (waiting != nullptr && static_cast<int>(waiting->size()) < max_waiting) {
+      for (size_t i = 0; i < block.nodes.size() && static_cast<int>(waiting->size()) < max_waiting; ++i) {
+        const ExecNode& n = exe.nodes[block.nodes[i]];
+        const int32_t p = f->pending()[i].load(std::memory_order_relaxed);
+        if (n.kind != NodeKind::kMerge && p > 0 && p < n.pending_init)
+          waiting->push_back(absl::StrCat(NodeAtTag(n, f), " waits for ", p, " of ", n.pending_init, " inputs"));
+      }
+    }
+    ChildSlot* children = f->children();
+    for (int32_t s = 0; s < block.num_child_slots; ++s) {
+      void* c = children[s].child.load(std::memory_order_acquire);
+      if (c == nullptr || c == kChildDone) continue;
+      if (block.child_is_loop[s]) {
+        auto* loop = static_cast<LoopState*>(c);
+        for (Frame* it : loop->live) todo.push_back(it);
+        delete loop;
+      } else {
+        todo.push_back(static_cast<Frame*>(c));
+      }
+    }
+    FreeFrame(f);
+    ++freed;
+  }
+  return freed;
+}
+
+}  // namespace
+
+Executor::Executor(const ExecutableGraph* exe, const SessionOptions& options, VariableStore* variables)
+    : exe_(exe), options_(options), variables_(variables),
+      arena_(std::make_unique<tbb::task_arena>(std::max(1, options.num_workers))) {}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, RunStats* stats) {
+  RunState run;
+  run.exe = exe_;
+  run.options = &options_;
+  run.variables = variables_;
+  run.num_workers = std::max(1, options_.num_workers);
+  run.cancel = request.cancel;
+  run.start = std::chrono::steady_clock::now();
+  if (options_.deadline != absl::InfiniteDuration()) {
+    run.has_deadline = true;
+    run.deadline = run.start + absl::ToChronoNanoseconds(options_.deadline);
+  }
+  // Feeds: every placeholder must be fed with its dtype.
+  run.feeds.resize(exe_->placeholders.size());
+  std::vector<uint8_t> fed(exe_->placeholders.size(), 0);
+  for (const auto& [name, value] : request.feeds) {
+    int32_t id = exe_->FindMainNode(name);
+    if (id < 0 || exe_->nodes[id].kind != NodeKind::kPlaceholder)
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' does not name a Placeholder of the graph"));
+    const ExecNode& n = exe_->nodes[id];
+    absl::StatusOr<DType> want = n.def->GetType("dtype");
+    if (!want.ok()) return want.status();
+    if (value.dtype() != *want)
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is ", DTypeName(value.dtype()),
+                                                     "; node '", name, "' (Placeholder) wants ", DTypeName(*want)));
+    run.feeds[n.io_index] = value;
+    fed[n.io_index] = 1;
+  }
+  for (size_t i = 0; i < fed.size(); ++i) {
+    if (!fed[i])
+      return absl::InvalidArgumentError(absl::StrCat("node '", exe_->nodes[exe_->placeholders[i]].def->name,
+                                                     "' (Placeholder): missing feed"));
+  }
+  run.fetch_first.assign(exe_->nodes.size(), -1);
+  for (const std::string& fetch : request.fetches) {
+    absl::StatusOr<InputRef> ref = InputRef::Parse(fetch);
+    if (!ref.ok() || ref->is_control) return absl::InvalidArgumentError(absl::StrCat("malformed fetch '", fetch, "'"));
+    int32_t id = exe_->FindMainNode(ref->node);
+    if (id < 0)
+      return absl::NotFoundError(absl::StrCat("fetch '", fetch, "': no node '", ref->node, "' in the main graph"));
+    if (ref->port >= exe_->nodes[id].num_outputs)
+      return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node has ", exe_->nodes[id].num_outputs,
+                                                     " outputs"));
+    run.fetches.push_back({id, ref->port});
+    run.fetch_next.push_back(run.fetch_first[id]);
+    run.fetch_first[id] = static_cast<int32_t>(run.fetches.size()) - 1;
+  }
+  std::vector<int32_t> targets;
+  for (const std::string& t : request.targets) {
+    int32_t id = exe_->FindMainNode(t);
+    if (id < 0) return absl::NotFoundError(absl::StrCat("target '", t, "': no node of that name in the main graph"));
+    targets.push_back(id);
+  }
+  run.fetched.resize(run.fetches.size());
+  run.fetched_set.assign(run.fetches.size(), 0);
+  run.fired_in_root.assign(exe_->nodes.size(), 0);
+  {
+    absl::MutexLock lock(&run.mu);
+    run.live_by_op.assign(exe_->op_names.size(), 0);
+    run.dead_by_op.assign(exe_->op_names.size(), 0);
+    if (options_.collect_node_stats) {
+      run.live_by_node.assign(exe_->nodes.size(), 0);
+      run.dead_by_node.assign(exe_->nodes.size(), 0);
+    }
+  }
+  std::unique_ptr<TraceWriter> trace;
+  std::string trace_path = options_.trace_path;
+  if (trace_path.empty()) {
+    if (const char* env = std::getenv("TDF_TRACE")) trace_path = env;
+  }
+  if (!trace_path.empty()) trace = std::make_unique<TraceWriter>();
+  run.trace = trace.get();
+  run.observer = options_.observer;
+  run.tracing = run.trace != nullptr || run.observer != nullptr;
+
+  const ExecBlock& main = exe_->blocks[0];
+  Frame* root = AllocateFrame(main);
+  if (root == nullptr) return absl::ResourceExhaustedError("out of memory creating the root frame");
+  root->kind = Frame::Kind::kRoot;
+  root->run = &run;
+  root->refs.store(1 + static_cast<int64_t>(main.sources.size()), std::memory_order_relaxed);
+  run.root = root;
+  run.live_frames.store(1);
+  run.peak_live_frames.store(1);
+  run.frames_created.store(1);
+
+  tbb::task_group group;
+  run.group = &group;
+  arena_->execute([&] {
+    group.run_and_wait([&] {
+      Worker w(&run);
+      for (auto it = main.sources.rbegin(); it != main.sources.rend(); ++it) w.Push(root, *it);
+      // Drop the external reference only after the sources hold theirs.
+      w.Release(root, -1);
+      std::vector<ReadyItem> none;
+      w.Loop(std::move(none));
+    });
+  });
+
+  absl::Status status;
+  {
+    absl::MutexLock lock(&run.mu);
+    status = run.status;
+  }
+  const bool root_done = run.root_done.load(std::memory_order_acquire);
+  int64_t leaked = run.live_frames.load();
+  std::vector<std::string> waiting;
+  if (status.ok()) {
+    for (size_t k = 0; k < run.fetches.size(); ++k) {
+      if (!run.fetched_set[k]) {
+        const ExecNode& n = exe_->nodes[run.fetches[k].node];
+        bool fired = run.fired_in_root[n.id];
+        status = absl::FailedPreconditionError(absl::StrCat(
+            "fetch '", request.fetches[k], "' was not produced: node '", n.def->name, "' (", n.def->op, ") ",
+            fired ? "fired with a dead output" : "never fired", "; the run stopped making progress"));
+        break;
+      }
+    }
+    for (int32_t id : targets) {
+      if (status.ok() && !run.fired_in_root[id])
+        status = absl::FailedPreconditionError(absl::StrCat("target node '", exe_->nodes[id].def->name, "' (",
+                                                            exe_->nodes[id].def->op, ") never ran"));
+    }
+  }
+  // Reclaim whatever is still live (after errors and stalls); on a clean run
+  // only the root remains.
+  std::vector<std::string>* waiting_out = status.ok() ? nullptr : &waiting;
+  if (!root_done || leaked > 1) {
+    FreeAllFrames(root, *exe_, waiting_out, 10);
+  } else {
+    FreeFrame(root);
+  }
+  if (!status.ok() && !waiting.empty() && status.code() == absl::StatusCode::kFailedPrecondition) {
+    status = absl::Status(status.code(), absl::StrCat(status.message(), ". Waiting: ", absl::StrJoin(waiting, "; ")));
+  }
+  if (stats != nullptr) {
+    absl::MutexLock lock(&run.mu);
+    RunStats s;
+    for (size_t i = 0; i < exe_->op_names.size(); ++i) {
+      if (run.live_by_op[i] == 0 && run.dead_by_op[i] == 0) continue;
+      s.firings_by_op[exe_->op_names[i]] = {run.live_by_op[i], run.dead_by_op[i]};
+      s.live_firings += run.live_by_op[i];
+      s.dead_firings += run.dead_by_op[i];
+    }
+    s.firings = s.live_firings + s.dead_firings;
+    for (size_t i = 0; i < run.live_by_node.size(); ++i) {
+      if (run.live_by_node[i] == 0 && run.dead_by_node[i] == 0) continue;
+      s.firings_by_node[exe_->nodes[i].def->name] = {run.live_by_node[i], run.dead_by_node[i]};
+    }
+    s.frames_created = run.frames_created.load();
+    s.peak_live_frames = run.peak_live_frames.load();
+    // The root is freed by the run itself; anything else still live leaked.
+    s.live_frames_after_run = root_done ? leaked - 1 : leaked;
+    s.max_tag_depth = run.max_depth.load();
+    s.instantiations = run.instantiations.load();
+    s.elapsed = absl::FromChrono(std::chrono::steady_clock::now() - run.start);
+    s.num_workers = run.num_workers;
+    *stats = std::move(s);
+  }
+  if (trace != nullptr) {
+    absl::Status ts = trace->WriteChromeJson(trace_path);
+    if (status.ok() && !ts.ok()) status = ts;
+  }
+  if (!status.ok()) return status;
+  return std::move(run.fetched);
+}
+
+}  // namespace runtime
+}  // namespace tdf

@@ -1,0 +1,46 @@
+// The tagged-token executor: runs an ExecutableGraph on a oneTBB task arena
+// with work stealing (design.md §3).
+#ifndef TDF_SRC_RUNTIME_EXECUTOR_H_
+#define TDF_SRC_RUNTIME_EXECUTOR_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "oneapi/tbb/task_arena.h"
+#include "runtime/executable.h"
+#include "runtime/state_kernels.h"
+#include "tdf/session.h"
+
+
+namespace tdf {
+namespace runtime {
+
+struct RunRequest {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  const CancellationToken* cancel = nullptr;
+};
+
+class Executor {
+ public:
+  Executor(const ExecutableGraph* exe, const SessionOptions& options, VariableStore* variables);
+  ~Executor();
+
+  // Thread-safe.
+  absl::StatusOr<std::vector<Tensor>> Run(const RunRequest& request, RunStats* stats);
+
+ private:
+  const ExecutableGraph* exe_;
+  SessionOptions options_;
+  VariableStore* variables_;  // not owned; outlives the executor
+  std::unique_ptr<tbb::task_arena> arena_;
+};
+
+}  // namespace runtime
+}  // namespace tdf
+
+#endif  // TDF_SRC_RUNTIME_EXECUTOR_H_

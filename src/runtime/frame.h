@@ -1,0 +1,126 @@
+// Frames are activation records of code blocks (design.md §3): the main
+// graph's run, one invocation of a function body, or one iteration of a loop
+// body. A frame holds a slot for every input of every node of its block,
+// per-node pending counters and one child slot per call site / loop entered
+// from the block. A tag t/i is the chain frame -> parent -> ...; matching a
+// token is an index into the slots plus an atomic decrement.
+//
+// Lifetime: `refs` counts everything that can still touch the frame: nodes
+// of the frame that are ready or running, live child frames, and arrivals
+// still expected from outside (the Call nodes of the creating site not yet
+// fired; for iteration k > 0, "iteration k-1 is not done"; for iteration 0,
+// the loop's Enter nodes). The frame is reclaimed when refs reaches zero.
+#ifndef TDF_SRC_RUNTIME_FRAME_H_
+#define TDF_SRC_RUNTIME_FRAME_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "runtime/executable.h"
+#include "tdf/tensor.h"
+
+namespace tdf {
+namespace runtime {
+
+struct ExecBlock;
+struct RunState;
+struct LoopState;
+struct BodyInstance;
+
+// A value (or "go" for control edges) with its deadness. The tag is implied
+// by the frame the token sits in.
+struct Token {
+  Tensor value;
+  bool dead = false;
+};
+
+// Sentinel stored in a child slot once its child is finished.
+inline void* const kChildDone = reinterpret_cast<void*>(uintptr_t{1});
+
+struct ChildSlot {
+  std::atomic<void*> child{nullptr};     // Frame* (call site) or LoopState* (loop)
+  std::atomic<uint32_t> arrivals{0};     // Call nodes fired at this site: (live << 16) | total
+};
+
+struct Frame {
+  enum class Kind : uint8_t { kRoot, kInvocation, kIteration };
+  Kind kind;
+  const ExecBlock* block;
+  Frame* parent;           // caller (invocation), enclosing frame (iteration), null (root)
+  LoopState* loop;         // iterations only
+  BodyInstance* instance;  // dynamic mode: the copied body this invocation runs
+  RunState* run;
+  int64_t iteration;       // iterations: k
+  int32_t label;           // invocations: the call site label
+  int32_t slot_in_parent;  // invocations: the parent's child slot
+  int32_t depth;           // tag length
+  int32_t caller_node;     // dynamic mode: the Invoke node in the parent
+  std::atomic<Frame*> next_iteration;  // iterations: k+1 once created
+  std::atomic<int64_t> refs;
+
+  std::atomic<int32_t>* pending() {
+    return reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(this) + PendingOffset());
+  }
+  ChildSlot* children() { return reinterpret_cast<ChildSlot*>(reinterpret_cast<char*>(this) + ChildrenOffset()); }
+  Token* slots() { return reinterpret_cast<Token*>(reinterpret_cast<char*>(this) + SlotsOffset()); }
+  Token* args() { return reinterpret_cast<Token*>(reinterpret_cast<char*>(this) + ArgsOffset()); }
+
+  size_t PendingOffset() const;
+  size_t ChildrenOffset() const;
+  size_t SlotsOffset() const;
+  size_t ArgsOffset() const;
+};
+
+inline size_t Frame::PendingOffset() const { return block->pending_offset; }
+inline size_t Frame::ChildrenOffset() const { return block->children_offset; }
+inline size_t Frame::SlotsOffset() const { return block->slots_offset; }
+inline size_t Frame::ArgsOffset() const { return block->args_offset; }
+
+// Dynamic mode: the copy of a function body's edges that one invocation
+// runs on (the graph grows at run time, as in TensorFlow <= 1.4).
+struct BodyInstance {
+  std::vector<int32_t> edge_begin;  // per block index, size nodes + 1
+  std::vector<OutEdge> edges;
+};
+
+// A deferred NextIteration token (the iteration window was full).
+struct DeferredToken {
+  int32_t dst;
+  int32_t dst_slot;
+  Token token;
+};
+
+// One activation of a loop in its parent frame: shared by its iterations.
+struct LoopState {
+  const ExecBlock* block;
+  Frame* parent;
+  int32_t slot_in_parent;
+  int32_t parallel_iterations;
+  std::atomic<int64_t> refs;  // pending invariants + 1 for the iteration chain
+
+  std::mutex mu;  // iteration creation/completion; never held while firing nodes
+  std::vector<Token> invariants;
+  std::deque<Frame*> live;          // created, not done, in order
+  int64_t created = 0;              // iterations created so far
+  int64_t last_done = -1;           // highest finished iteration
+  std::vector<DeferredToken> deferred;  // for iteration `created` (window full)
+  std::vector<DeferredToken> early;     // Enter tokens that arrived before the invariants
+  int32_t invariants_arrived = 0;
+  int32_t early_enters = 0;         // Enter nodes whose tokens are in `early`
+  std::vector<uint8_t> exit_live;   // per Exit of the block: delivered a live token
+  Frame* iteration0 = nullptr;
+};
+
+// Allocates and initialises a frame of `block` (slots empty, pending counts
+// from the block's template). Returns null if memory runs out.
+Frame* AllocateFrame(const ExecBlock& block);
+// Releases the tokens still in the frame and frees its memory.
+void FreeFrame(Frame* frame);
+
+}  // namespace runtime
+}  // namespace tdf
+
+#endif  // TDF_SRC_RUNTIME_FRAME_H_

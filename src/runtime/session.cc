@@ -1,0 +1,95 @@
+#include "tdf/session.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/executable.h"
+#include "runtime/executor.h"
+#include "runtime/state_kernels.h"
+#include "tdf/status.h"
+#include "tdf/transform.h"
+#include "tdf/validate.h"
+
+namespace tdf {
+
+class Session::Impl {
+ public:
+  std::unique_ptr<runtime::ExecutableGraph> exe;
+  runtime::VariableStore variables;
+  std::unique_ptr<runtime::Executor> executor;
+};
+
+Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
+    : options_(std::move(options)), impl_(std::move(impl)) {}
+
+Session::~Session() = default;
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, SessionOptions options) {
+  if (options.num_workers < 1)
+    return absl::InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  TDF_RETURN_IF_ERROR(Validate(graph));
+  auto impl = std::make_unique<Impl>();
+  if (options.mode == ExecutionMode::kStatic) {
+    TDF_ASSIGN_OR_RETURN(Graph transformed, StaticizeRecursion(graph));
+    TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(transformed, options.mode, options));
+  } else {
+    TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(graph, options.mode, options));
+  }
+  // Variables start from their initial value (or zeros of their shape).
+  for (int32_t id : impl->exe->variables) {
+    const NodeDef& def = *impl->exe->nodes[id].def;
+    auto slot = std::make_unique<runtime::VariableSlot>();
+    slot->name = def.name;
+    TDF_ASSIGN_OR_RETURN(slot->dtype, def.GetType("dtype"));
+    Tensor init;
+    if (const AttrValue* v = def.FindAttr("initial_value"); v != nullptr && v->get_if<Tensor>() != nullptr) {
+      init = *v->get_if<Tensor>();
+      if (init.dtype() != slot->dtype)
+        return NodeError(def, absl::StatusCode::kInvalidArgument, "initial_value dtype differs from attr dtype");
+    } else {
+      Shape shape;
+      if (const AttrValue* sh = def.FindAttr("shape"); sh != nullptr && sh->get_if<Shape>() != nullptr)
+        shape = *sh->get_if<Shape>();
+      TDF_ASSIGN_OR_RETURN(init, Tensor::Zeros(slot->dtype, shape));
+    }
+    {
+      absl::MutexLock lock(&slot->mu);
+      slot->value = init;
+    }
+    impl->variables.slots.push_back(std::move(slot));
+  }
+  impl->executor = std::make_unique<runtime::Executor>(impl->exe.get(), options, &impl->variables);
+  return std::unique_ptr<Session>(new Session(std::move(options), std::move(impl)));
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                 const std::vector<std::string>& fetches,
+                                                 const std::vector<std::string>& targets, RunStats* stats,
+                                                 const CancellationToken* cancel) {
+  runtime::RunRequest request{feeds, fetches, targets, cancel};
+  return impl_->executor->Run(request, stats);
+}
+
+const Graph& Session::executable_graph() const { return impl_->exe->graph; }
+
+absl::StatusOr<Tensor> Session::ReadVariable(const std::string& name) const {
+  for (const auto& slot : impl_->variables.slots) {
+    if (slot->name != name) continue;
+    absl::MutexLock lock(&slot->mu);
+    return slot->value;
+  }
+  return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
+}
+
+absl::Status Session::AssignVariable(const std::string& name, const Tensor& value) {
+  for (const auto& slot : impl_->variables.slots) {
+    if (slot->name != name) continue;
+    if (value.dtype() != slot->dtype)
+      return absl::InvalidArgumentError(absl::StrCat("variable '", name, "' is ", DTypeName(slot->dtype), ", value is ",
+                                                     DTypeName(value.dtype())));
+    absl::MutexLock lock(&slot->mu);
+    slot->value = value;
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
+}
+
+}  // namespace tdf
