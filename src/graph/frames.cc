@@ -45,6 +45,7 @@ class FrameInference {
       info_.block_of_node[i] = block;
       work.push_back(static_cast<int>(i));
     }
+    absl::Status misplaced;
     while (!work.empty()) {
       const int src = work.front();
       work.pop_front();
@@ -52,9 +53,14 @@ class FrameInference {
       const int block = info_.block_of_node[src];
       if ((node.op == "Exit" || node.op == "NextIteration") &&
           info_.blocks[block].kind != BlockInfo::Kind::kLoop) {
-        return NodeError(node, absl::StatusCode::kInvalidArgument,
-                         absl::StrCat(node.op, " outside a loop frame (it fires in ", DescribeBlock(info_, block),
-                                      ")"));
+        // Reported after propagation: a misplaced Exit/NextIteration is
+        // often the symptom of a node that mixes two frames upstream, and
+        // that conflict is the better message.
+        if (misplaced.ok())
+          misplaced = NodeError(node, absl::StatusCode::kInvalidArgument,
+                                absl::StrCat(node.op, " outside a loop frame (it fires in ",
+                                             DescribeBlock(info_, block), ")"));
+        continue;
       }
       for (const OutEdge& e : out_edges_[src]) {
         const NodeDef& dst = nodes_[e.dst];
@@ -71,6 +77,7 @@ class FrameInference {
         }
       }
     }
+    TDF_RETURN_IF_ERROR(misplaced);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (info_.block_of_node[i] < 0)
         return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument,

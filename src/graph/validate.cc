@@ -1,0 +1,334 @@
+#include "tdf/validate.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/frames.h"
+#include "tdf/op_registry.h"
+#include "tdf/status.h"
+
+namespace tdf {
+namespace {
+
+absl::Status Invalid(const NodeDef& node, absl::string_view message) {
+  return NodeError(node, absl::StatusCode::kInvalidArgument, message);
+}
+
+struct Edge {
+  int src;
+  int port;
+  bool is_control;
+  bool is_back;  // closes a loop (NextIteration) or a recursion (Call/Return)
+};
+
+// Validates one list of nodes: the main graph (function == nullptr) or the
+// body of `function`.
+class BodyValidator {
+ public:
+  BodyValidator(const std::vector<NodeDef>& nodes, const FunctionDef* function, const FunctionLibrary& library)
+      : nodes_(nodes), function_(function), library_(library) {}
+
+  absl::Status Run() {
+    TDF_RETURN_IF_ERROR(CheckNodesAndInputs());
+    TDF_RETURN_IF_ERROR(CheckAcyclic());
+    TDF_RETURN_IF_ERROR(InferAndCheckTypes());
+    TDF_RETURN_IF_ERROR(CheckCalls());
+    TDF_RETURN_IF_ERROR(CheckVariables());
+    if (function_ != nullptr) TDF_RETURN_IF_ERROR(CheckArgsAndRetvals());
+    absl::StatusOr<FrameInfo> frames =
+        InferFrames(nodes_, function_ != nullptr ? function_->signature.name : std::string());
+    return frames.status();
+  }
+
+ private:
+  // Names, ops, input syntax, dangling inputs, data-after-control, and the
+  // ops that belong only inside (Arg, Retval) or outside (Variable,
+  // Placeholder) a function body.
+  absl::Status CheckNodesAndInputs() {
+    index_.reserve(nodes_.size());
+    schemas_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      if (n.name.empty()) return Invalid(n, "empty node name");
+      if (!index_.emplace(n.name, static_cast<int>(i)).second) return Invalid(n, "duplicate node name");
+      schemas_[i] = OpRegistry::Global()->Find(n.op);
+      if (schemas_[i] == nullptr) return Invalid(n, absl::StrCat("unknown op '", n.op, "'"));
+      const OpKind kind = schemas_[i]->kind();
+      if (function_ == nullptr && (kind == OpKind::kArg || kind == OpKind::kRetval))
+        return Invalid(n, absl::StrCat(n.op, " outside a function body"));
+      if (function_ != nullptr && (kind == OpKind::kVariable || n.op == "Placeholder"))
+        return Invalid(n, absl::StrCat(n.op, " inside a function body; ",
+                                       kind == OpKind::kVariable ? "create variables in the main graph"
+                                                                 : "pass the value as an argument"));
+    }
+    in_edges_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      bool seen_control = false;
+      for (const std::string& text : n.input) {
+        absl::StatusOr<InputRef> ref = InputRef::Parse(text);
+        if (!ref.ok()) return Invalid(n, ref.status().message());
+        if (ref->is_control) {
+          seen_control = true;
+        } else if (seen_control) {
+          return Invalid(n, absl::StrCat("data input '", text, "' after a control input"));
+        }
+        auto it = index_.find(ref->node);
+        if (it == index_.end()) return Invalid(n, absl::StrCat("input '", text, "' names an unknown node"));
+        const NodeDef& src = nodes_[it->second];
+        const bool back = src.op == "NextIteration" || (!ref->is_control && (src.op == "Call" || n.op == "Return"));
+        in_edges_[i].push_back({it->second, ref->port, ref->is_control, back});
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Kahn's algorithm over the forward edges; fills topo_.
+  absl::Status CheckAcyclic() {
+    const int n = static_cast<int>(nodes_.size());
+    std::vector<int> pending(n, 0);
+    std::vector<std::vector<int>> out(n);
+    for (int i = 0; i < n; ++i) {
+      for (const Edge& e : in_edges_[i]) {
+        if (e.is_back) continue;
+        ++pending[i];
+        out[e.src].push_back(i);
+      }
+    }
+    std::deque<int> ready;
+    for (int i = 0; i < n; ++i)
+      if (pending[i] == 0) ready.push_back(i);
+    while (!ready.empty()) {
+      int i = ready.front();
+      ready.pop_front();
+      topo_.push_back(i);
+      for (int d : out[i])
+        if (--pending[d] == 0) ready.push_back(d);
+    }
+    if (static_cast<int>(topo_.size()) == n) return absl::OkStatus();
+    // Every node left has a forward predecessor that is also left: walking
+    // predecessors from one of them must revisit a node, which is on a cycle.
+    int start = 0;
+    while (pending[start] == 0) ++start;
+    std::vector<int> position(n, -1);
+    std::vector<int> path;
+    int cur = start;
+    while (position[cur] < 0) {
+      position[cur] = static_cast<int>(path.size());
+      path.push_back(cur);
+      for (const Edge& e : in_edges_[cur]) {
+        if (!e.is_back && pending[e.src] > 0) {
+          cur = e.src;
+          break;
+        }
+      }
+    }
+    // path[position[cur]..] walks the cycle backwards; print it forwards.
+    std::vector<std::string> names = {nodes_[cur].name};
+    for (size_t k = path.size(); k-- > static_cast<size_t>(position[cur]);) names.push_back(nodes_[path[k]].name);
+    return Invalid(nodes_[cur], absl::StrCat("is on a cycle not closed through NextIteration (or Call/Return): ",
+                                             absl::StrJoin(names, " -> ")));
+  }
+
+  absl::StatusOr<std::vector<DType>> InferNode(int i, bool use_back_edges) {
+    const NodeDef& n = nodes_[i];
+    std::vector<DType> inputs;
+    for (const Edge& e : in_edges_[i]) {
+      if (e.is_control) continue;
+      if (e.is_back && !use_back_edges) {
+        inputs.push_back(DType::kInvalid);
+        continue;
+      }
+      const std::vector<DType>& produced = types_[e.src];
+      if (e.port >= static_cast<int>(produced.size())) {
+        const NodeDef& src = nodes_[e.src];
+        return Invalid(n, absl::StrCat("input '", InputRef{src.name, e.port, false}.ToString(), "' refers to output ",
+                                       e.port, " of ", NodeLabel(src), ", which has ", produced.size(),
+                                       produced.size() == 1 ? " output" : " outputs"));
+      }
+      inputs.push_back(produced[e.port]);
+    }
+    if (n.op == "Invoke") TDF_RETURN_IF_ERROR(CheckInvokeTarget(n));
+    InferenceContext ctx{n, inputs, &library_};
+    return schemas_[i]->InferTypes(ctx);
+  }
+
+  absl::Status CheckInvokeTarget(const NodeDef& n) {
+    const AttrValue* attr = n.FindAttr("function");
+    const std::string* name = attr ? attr->get_if<std::string>() : nullptr;
+    if (name == nullptr) return absl::OkStatus();  // the schema reports it
+    const FunctionDef* f = library_.Find(*name);
+    if (f != nullptr && !f->defined)
+      return Invalid(n, absl::StrCat("function '", *name, "' is declared but has no definition"));
+    return absl::OkStatus();
+  }
+
+  // Forward edges first, in topological order; then the nodes fed by a back
+  // edge again, now that every producer's types are known.
+  absl::Status InferAndCheckTypes() {
+    types_.assign(nodes_.size(), {});
+    for (int i : topo_) {
+      TDF_ASSIGN_OR_RETURN(types_[i], InferNode(i, /*use_back_edges=*/false));
+    }
+    for (int i : topo_) {
+      bool has_back = false;
+      for (const Edge& e : in_edges_[i]) has_back |= e.is_back && !e.is_control;
+      if (has_back) TDF_RETURN_IF_ERROR(InferNode(i, /*use_back_edges=*/true).status());
+    }
+    return absl::OkStatus();
+  }
+
+  // Call/Return: a call site, and indices within the callee's signature when
+  // the library has it (a transformed graph may come without one).
+  absl::Status CheckCalls() {
+    for (const NodeDef& n : nodes_) {
+      const bool is_call = n.op == "Call";
+      if (!is_call && n.op != "Return") continue;
+      TDF_ASSIGN_OR_RETURN(int64_t site, n.GetInt("call_site"));
+      if (site < 0) return Invalid(n, absl::StrCat("call_site must be >= 0, is ", site));
+      TDF_ASSIGN_OR_RETURN(std::string fname, n.GetString("function"));
+      const FunctionDef* f = library_.Find(fname);
+      if (f == nullptr) continue;
+      const char* index_attr = is_call ? "arg_index" : "result_index";
+      const std::vector<ArgDef>& params = is_call ? f->signature.inputs : f->signature.outputs;
+      TDF_ASSIGN_OR_RETURN(int64_t index, n.GetInt(index_attr));
+      if (index < 0 || index >= static_cast<int64_t>(params.size()))
+        return Invalid(n, absl::StrCat(index_attr, " ", index, " is out of range: function '", fname, "' has ",
+                                       params.size(), is_call ? " arguments" : " results"));
+      TDF_ASSIGN_OR_RETURN(DType t, n.GetType("T"));
+      if (t != params[index].type)
+        return Invalid(n, absl::StrCat("attr T is ", DTypeName(t), " but ", is_call ? "argument " : "result ", index,
+                                       " of '", fname, "' is ", DTypeName(params[index].type)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Read/Assign/AssignAdd/AssignSub: input 0 is a variable handle. Within one
+  // body we follow pass-through ops back to the handle's source; a Variable
+  // there must have the op's dtype, and a kernel that cannot make a handle is
+  // an error. Handles that arrive through Merge, Arg or a call are not
+  // followed.
+  absl::Status CheckVariables() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      if (n.op != "Read" && n.op != "Assign" && n.op != "AssignAdd" && n.op != "AssignSub") continue;
+      TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
+      int cur = in_edges_[i].front().src;
+      for (size_t steps = 0; steps <= nodes_.size(); ++steps) {
+        const std::string& op = nodes_[cur].op;
+        if (op != "Identity" && op != "Enter" && op != "Exit" && op != "Switch" && op != "NextIteration") break;
+        cur = in_edges_[cur].front().src;
+      }
+      const NodeDef& src = nodes_[cur];
+      const OpKind kind = schemas_[cur]->kind();
+      if (kind == OpKind::kVariable) {
+        TDF_ASSIGN_OR_RETURN(DType have, src.GetType("dtype"));
+        if (have != want)
+          return Invalid(n, absl::StrCat("attr dtype is ", DTypeName(want), " but variable '", src.name, "' is ",
+                                         DTypeName(have)));
+      } else if (kind == OpKind::kKernel && src.op != "Placeholder") {
+        return Invalid(n, absl::StrCat("input 0 must be a variable handle; it comes from ", NodeLabel(src)));
+      }
+    }
+    for (const NodeDef& n : nodes_) {
+      if (n.op != "Variable") continue;
+      const AttrValue* init = n.FindAttr("initial_value");
+      const Tensor* t = init ? init->get_if<Tensor>() : nullptr;
+      TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
+      if (t != nullptr && t->valid() && t->dtype() != want)
+        return Invalid(n, absl::StrCat("initial_value is ", DTypeName(t->dtype()), ", attr dtype is ", DTypeName(want)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckOneSide(absl::string_view op, const std::vector<ArgDef>& params) {
+    std::vector<int> owner(params.size(), -1);
+    const std::string& fname = function_->signature.name;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      if (n.op != op) continue;
+      TDF_ASSIGN_OR_RETURN(int64_t index, n.GetInt("index"));
+      if (index < 0 || index >= static_cast<int64_t>(params.size()))
+        return Invalid(n, absl::StrCat("index ", index, " is out of range: function '", fname, "' has ",
+                                       params.size(), op == "Arg" ? " arguments" : " results"));
+      if (owner[index] >= 0)
+        return Invalid(n, absl::StrCat("duplicate ", op, " index ", index, " (also node '",
+                                       nodes_[owner[index]].name, "')"));
+      owner[index] = static_cast<int>(i);
+      TDF_ASSIGN_OR_RETURN(DType t, n.GetType("T"));
+      if (t != params[index].type)
+        return Invalid(n, absl::StrCat("attr T is ", DTypeName(t), " but the signature says ",
+                                       DTypeName(params[index].type), " for ", op == "Arg" ? "argument " : "result ",
+                                       index));
+    }
+    for (size_t k = 0; k < params.size(); ++k) {
+      if (owner[k] < 0)
+        return absl::InvalidArgumentError(absl::StrCat("function '", fname, "': no ", op, " node for ",
+                                                       op == "Arg" ? "argument " : "result ", k, " ('",
+                                                       params[k].name, "')"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckArgsAndRetvals() {
+    TDF_RETURN_IF_ERROR(CheckOneSide("Arg", function_->signature.inputs));
+    return CheckOneSide("Retval", function_->signature.outputs);
+  }
+
+  const std::vector<NodeDef>& nodes_;
+  const FunctionDef* function_;
+  const FunctionLibrary& library_;
+  absl::flat_hash_map<std::string, int> index_;
+  std::vector<const OpSchema*> schemas_;
+  std::vector<std::vector<Edge>> in_edges_;
+  std::vector<int> topo_;
+  std::vector<std::vector<DType>> types_;
+};
+
+absl::Status InFunction(const std::string& name, const absl::Status& s) {
+  if (s.ok()) return s;
+  const std::string prefix = absl::StrCat("function '", name, "'");
+  if (absl::StartsWith(s.message(), prefix)) return s;
+  return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
+}
+
+}  // namespace
+
+absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary& library) {
+  const FunctionSignature& sig = function.signature;
+  if (sig.name.empty()) return absl::InvalidArgumentError("a function has an empty name");
+  if (!function.defined)
+    return absl::InvalidArgumentError(absl::StrCat("function '", sig.name, "' is declared but has no definition"));
+  for (const auto* params : {&sig.inputs, &sig.outputs}) {
+    for (size_t k = 0; k < params->size(); ++k) {
+      if ((*params)[k].type == DType::kInvalid)
+        return absl::InvalidArgumentError(absl::StrCat("function '", sig.name, "': ",
+                                                       params == &sig.inputs ? "argument " : "result ", k,
+                                                       " has an invalid dtype"));
+    }
+  }
+  return InFunction(sig.name, BodyValidator(function.node, &function, library).Run());
+}
+
+absl::Status Validate(const Graph& graph) {
+  TDF_RETURN_IF_ERROR(BodyValidator(graph.node, nullptr, graph.library).Run());
+  for (const auto& [name, f] : graph.library.functions()) {
+    if (name != f.signature.name)
+      return absl::InvalidArgumentError(
+          absl::StrCat("function '", f.signature.name, "' is stored under the name '", name, "'"));
+    // A declared-only function is fine until something calls it; the Invoke
+    // check reports that call.
+    if (!f.defined) continue;
+    TDF_RETURN_IF_ERROR(ValidateFunction(f, graph.library));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tdf
