@@ -1,0 +1,68 @@
+// File: tdf/serialize.h
+//
+// Saving and loading graphs (with their function libraries) as protocol
+// buffers, in the format of proto/graph.proto: TensorFlow's GraphDef /
+// NodeDef / AttrValue / FunctionDefLibrary, field for field where TensorFlow
+// has the field. Binary (.pb) and text (.pbtxt) forms are both lossless:
+// ParseGraph(*SerializeGraph(g)) == g and GraphFromText(GraphToText(g)) == g
+// for every graph tdf can hold (attrs of every kind, tensors of every dtype,
+// devices, control inputs, declared-only functions).
+//
+//   tdf::Graph g = tdf::reference::Fib();
+//   absl::Status s = tdf::SaveGraph(g, "fib.pbtxt");
+//   absl::StatusOr<tdf::Graph> back = tdf::LoadGraph("fib.pbtxt");
+//
+// The loaders take untrusted input: anything malformed (truncated bytes,
+// unknown dtypes, tensors whose data does not match dtype x shape, negative
+// or absurd dimensions, ...) is an InvalidArgument status, never a crash, and
+// no allocation is larger than the input warrants (see the limits below).
+// They check the format, not the program: tdf::Validate (tdf/validate.h)
+// checks ops, inputs and types.
+#ifndef TDF_SERIALIZE_H_
+#define TDF_SERIALIZE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tdf/graph.h"
+
+namespace tdf {
+
+// Inputs larger than this are refused before parsing (protobuf objects take
+// several times the bytes of their encoding).
+inline constexpr int64_t kMaxSerializedGraphBytes = int64_t{256} << 20;
+// A tensor attribute may hold at most this many elements...
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 28;
+// ...and one whose values are not all in the input (a single repeated value,
+// TensorFlow's splat form) at most this many, so a few bytes of input cannot
+// ask for gigabytes.
+inline constexpr int64_t kMaxSplatElements = int64_t{1} << 20;
+// Dimensions of a shape or tensor.
+inline constexpr int kMaxRank = 64;
+// The format version written to GraphDef.versions.producer. A file whose
+// min_consumer is larger was written for a newer tdf and is refused.
+inline constexpr int kGraphFormatVersion = 1;
+
+// Binary protobuf. Errors if the graph holds something the format cannot
+// (a tensor not on the CPU, a name that is not UTF-8).
+absl::StatusOr<std::string> SerializeGraph(const Graph& graph);
+absl::StatusOr<Graph> ParseGraph(absl::string_view bytes);
+
+// Protobuf text format (deterministic: the same graph gives the same text).
+// Precondition: SerializeGraph(graph) would succeed; otherwise the text holds
+// what could be converted, preceded by a "# error: ..." comment line.
+std::string GraphToText(const Graph& graph);
+absl::StatusOr<Graph> GraphFromText(absl::string_view text);
+
+// By extension: ".pbtxt"/".txt"/".pbtext" text, ".pb"/".bin" binary; any
+// other extension is sniffed (binary first, then text). Errors name the path.
+absl::StatusOr<Graph> LoadGraph(const std::string& path);
+// ".pbtxt"/".txt"/".pbtext" text, anything else binary.
+absl::Status SaveGraph(const Graph& graph, const std::string& path);
+
+}  // namespace tdf
+
+#endif  // TDF_SERIALIZE_H_
