@@ -1,0 +1,390 @@
+#include "tdf/builder.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tdf/validate.h"
+
+namespace tdf {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Outs = std::vector<Output>;
+
+constexpr DType kI64 = DType::kInt64;
+
+Graph BuildOk(const GraphBuilder& b) {
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph{};
+}
+
+const NodeDef& Node(const Graph& g, const std::string& name) {
+  const NodeDef* n = g.FindNode(name);
+  EXPECT_NE(n, nullptr) << "no node " << name;
+  static const NodeDef kMissing;
+  return n ? *n : kMissing;
+}
+
+std::vector<const NodeDef*> WithOp(const std::vector<NodeDef>& nodes, const std::string& op) {
+  std::vector<const NodeDef*> out;
+  for (const NodeDef& n : nodes)
+    if (n.op == op) out.push_back(&n);
+  return out;
+}
+
+// The node an input string refers to ("x:1" -> x, "^x" -> x).
+std::string Src(const std::string& input) {
+  InputRef ref = InputRef::Parse(input).value();
+  return ref.node;
+}
+
+TEST(GraphBuilder, NamesAreExplicitOrGeneratedAndUnique) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Output a = b.Add(x, x);
+  Output c = b.Add(x, x);
+  Output r = b.Identity(a, "result");
+  EXPECT_EQ(b.Name(x), "x");
+  EXPECT_EQ(b.Name(r), "result");
+  EXPECT_NE(b.Name(a), b.Name(c));
+  Graph g = BuildOk(b);
+  EXPECT_EQ(g.node.size(), 4u);
+  EXPECT_THAT(Node(g, b.Name(a)).input, ElementsAre("x", "x"));
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+TEST(GraphBuilder, DuplicateExplicitNameIsAnError) {
+  GraphBuilder b;
+  b.Placeholder("x", kI64);
+  Output dup = b.Placeholder("x", kI64);
+  EXPECT_FALSE(dup.valid());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("duplicate node name 'x'"));
+}
+
+TEST(GraphBuilder, InfersDtypesAndOutputCounts) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Output f = b.Const<float>(1.5f);
+  EXPECT_EQ(b.dtype(x), kI64);
+  EXPECT_EQ(b.dtype(f), DType::kFloat32);
+  EXPECT_EQ(b.dtype(b.Add(x, x)), kI64);
+  EXPECT_EQ(b.dtype(b.Less(x, x)), DType::kBool);
+  EXPECT_EQ(b.dtype(b.Cast(x, DType::kFloat64)), DType::kFloat64);
+  Output m = b.Op("Merge", {x, x}, {{"T", kI64}});
+  std::vector<Output> outs = b.Outputs(m);
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(b.dtype(outs[1]), DType::kInt32);  // value_index
+  EXPECT_EQ(b.Name(outs[1]), b.Name(m) + ":1");
+  EXPECT_TRUE(b.status().ok());
+}
+
+TEST(GraphBuilder, DtypeMismatchIsRecordedAndLaterCallsAreNoOps) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Output f = b.Const<float>(1.0f);
+  Output bad = b.Add(x, f);
+  EXPECT_FALSE(bad.valid());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("dtype mismatch: input 0 is int64, input 1 is float32"));
+  // Later calls return invalid Outputs and keep the first error.
+  Output later = b.Identity(x, "later");
+  EXPECT_FALSE(later.valid());
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_EQ(g.status(), b.status());
+}
+
+TEST(GraphBuilder, UnknownOpIsAnError) {
+  GraphBuilder b;
+  EXPECT_FALSE(b.Op("Frobnicate", {}).valid());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+}
+
+// Cond(x > 0, x + 1, x - 1): one Switch of x on the predicate, the then
+// branch reading output 1 and the else branch output 0, Merge(else, then).
+TEST(GraphBuilder, CondLowersToSwitchAndMerge) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Output pred = b.Greater(x, b.Const<int64_t>(0));
+  Outs r = b.Cond(pred, [&] { return Outs{b.Add(x, b.Const<int64_t>(1))}; },
+                  [&] { return Outs{b.Sub(x, b.Const<int64_t>(1))}; });
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(b.dtype(r[0]), kI64);
+  b.Identity(r[0], "result");
+  Graph g = BuildOk(b);
+  const std::string pred_name = b.Name(pred);
+
+  // The captured x is switched once, shared by both branches.
+  std::vector<const NodeDef*> switches = WithOp(g.node, "Switch");
+  ASSERT_EQ(switches.size(), 2u);  // pivot switch + the switch of x
+  const NodeDef* pivot_switch = nullptr;
+  const NodeDef* x_switch = nullptr;
+  for (const NodeDef* s : switches) (s->input[0] == pred_name ? pivot_switch : x_switch) = s;
+  ASSERT_NE(pivot_switch, nullptr);
+  ASSERT_NE(x_switch, nullptr);
+  EXPECT_THAT(pivot_switch->input, ElementsAre(pred_name, pred_name));
+  EXPECT_THAT(x_switch->input, ElementsAre("x", pred_name));
+  EXPECT_EQ(x_switch->GetType("T").value(), kI64);
+
+  const NodeDef& add = *WithOp(g.node, "Add").at(0);
+  const NodeDef& sub = *WithOp(g.node, "Sub").at(0);
+  EXPECT_EQ(add.input[0], x_switch->name + ":1");  // then: true output
+  EXPECT_EQ(sub.input[0], x_switch->name);         // else: false output
+
+  // The branch constants are triggered by their branch's pivot, an Identity
+  // of the pivot switch's matching output.
+  const NodeDef& then_one = Node(g, Src(add.input[1]));
+  ASSERT_EQ(then_one.input.size(), 1u);
+  const NodeDef& then_pivot = Node(g, Src(then_one.input[0]));
+  EXPECT_EQ(then_one.input[0][0], '^');
+  EXPECT_EQ(then_pivot.op, "Identity");
+  EXPECT_THAT(then_pivot.input, ElementsAre(pivot_switch->name + ":1"));
+
+  const NodeDef& merge = Node(g, b.Name(r[0]));
+  EXPECT_EQ(merge.op, "Merge");
+  EXPECT_THAT(merge.input, ElementsAre(sub.name, add.name));
+  EXPECT_EQ(merge.GetType("T").value(), kI64);
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+TEST(GraphBuilder, CondNonBoolPredicateIsAnError) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Outs r = b.Cond(x, [&] { return Outs{x}; }, [&] { return Outs{x}; });
+  EXPECT_TRUE(r.empty());
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("Cond predicate 'x' must be bool, is int64"));
+}
+
+TEST(GraphBuilder, CondBranchesReturningDifferentCountsIsAnError) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Outs r = b.Cond(b.Less(x, x), [&] { return Outs{x}; }, [&] { return Outs{x, x}; });
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("Cond branches return 1 (then) and 2 (else) values"));
+}
+
+TEST(GraphBuilder, CondBranchesReturningDifferentDtypesIsAnError) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  b.Cond(b.Less(x, x), [&] { return Outs{x}; }, [&] { return Outs{b.Const<float>(1.0f)}; });
+  EXPECT_THAT(std::string(b.status().message()),
+              HasSubstr("Cond output 0 is int64 in the then branch and float32 in the else branch"));
+}
+
+TEST(GraphBuilder, UsingABranchValueOutsideTheBranchIsAnError) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Output inside;
+  b.Cond(b.Less(x, x),
+         [&] {
+           inside = b.Add(x, x);
+           return Outs{inside};
+         },
+         [&] { return Outs{x}; });
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  Output leak = b.Identity(inside);
+  EXPECT_FALSE(leak.valid());
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("of a cond branch or loop body is used outside it"));
+}
+
+// while (i < n) i = i + 1: Enter -> Merge -> Switch -> (Exit | body ->
+// NextIteration -> Merge input 1); n enters as a loop invariant.
+TEST(GraphBuilder, WhileLowersToEnterMergeSwitchNextIterationExit) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  Outs r = b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                   [&](const Outs& v) { return Outs{b.Add(v[0], b.Const<int64_t>(1))}; },
+                   {b.Const<int64_t>(0, "zero")}, {7, "loop"});
+  ASSERT_EQ(r.size(), 1u);
+  b.Identity(r[0], "result");
+  Graph g = BuildOk(b);
+
+  const NodeDef& enter = Node(g, "loop/enter_0");
+  EXPECT_EQ(enter.op, "Enter");
+  EXPECT_THAT(enter.input, ElementsAre("zero"));
+  EXPECT_EQ(enter.GetString("frame_name").value(), "loop");
+  EXPECT_FALSE(enter.GetBool("is_constant").value());
+  EXPECT_EQ(enter.GetInt("parallel_iterations").value(), 7);
+
+  const NodeDef& merge = Node(g, "loop/merge_0");
+  EXPECT_THAT(merge.input, ElementsAre("loop/enter_0", "loop/next_0"));  // NextIteration patched in
+  const NodeDef& next = Node(g, "loop/next_0");
+  EXPECT_EQ(next.op, "NextIteration");
+  const NodeDef& add = Node(g, Src(next.input[0]));
+  EXPECT_EQ(add.op, "Add");
+  EXPECT_EQ(add.input[0], "loop/body_0");
+
+  const NodeDef& loop_cond = Node(g, "loop/loop_cond");
+  EXPECT_EQ(loop_cond.op, "LoopCond");
+  const NodeDef& sw = Node(g, "loop/switch_0");
+  EXPECT_THAT(sw.input, ElementsAre("loop/merge_0", "loop/loop_cond"));
+  EXPECT_THAT(Node(g, "loop/exit_0").input, ElementsAre("loop/switch_0"));
+  EXPECT_THAT(Node(g, "loop/body_0").input, ElementsAre("loop/switch_0:1"));
+  EXPECT_EQ(b.Name(r[0]), "loop/exit_0");
+
+  // n is captured as a constant Enter of the same frame.
+  const NodeDef& less = Node(g, Src(loop_cond.input[0]));
+  EXPECT_EQ(less.input[0], "loop/merge_0");
+  const NodeDef& n_enter = Node(g, Src(less.input[1]));
+  EXPECT_EQ(n_enter.op, "Enter");
+  EXPECT_THAT(n_enter.input, ElementsAre("n"));
+  EXPECT_TRUE(n_enter.GetBool("is_constant").value());
+  EXPECT_EQ(n_enter.GetString("frame_name").value(), "loop");
+
+  // The body constant fires once per iteration: triggered by the body pivot.
+  const NodeDef& one = Node(g, Src(add.input[1]));
+  EXPECT_THAT(one.input, ElementsAre("^loop/body_0"));
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+TEST(GraphBuilder, CapturingTheSameOuterValueTwiceMakesOneEnter) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  b.While([&](const Outs& v) { return b.Less(v[0], n); },
+          [&](const Outs& v) { return Outs{b.Add(v[0], n)}; }, {b.Const<int64_t>(0)});
+  Graph g = BuildOk(b);
+  int enters_of_n = 0;
+  for (const NodeDef* e : WithOp(g.node, "Enter")) enters_of_n += e->input[0] == "n";
+  EXPECT_EQ(enters_of_n, 1);
+}
+
+TEST(GraphBuilder, NestedWhileEntersOuterValuesThroughEveryLevel) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  Outs r = b.While(
+      [&](const Outs& v) { return b.Less(v[0], n); },
+      [&](const Outs& v) {
+        Outs inner = b.While([&](const Outs& w) { return b.Less(w[0], n); },  // n from two levels out
+                             [&](const Outs& w) { return Outs{b.Add(w[0], v[0])}; },  // v from one level out
+                             {v[0]}, {10, "inner"});
+        return Outs{inner[0]};
+      },
+      {b.Const<int64_t>(1)}, {10, "outer"});
+  b.Identity(r[0], "result");
+  Graph g = BuildOk(b);
+  // The inner loop's variable enters from the outer body.
+  EXPECT_THAT(Node(g, "inner/enter_0").input, ElementsAre("outer/body_0"));
+  EXPECT_EQ(Node(g, "inner/enter_0").GetString("frame_name").value(), "inner");
+  // n reaches the inner loop through an outer constant Enter, then an inner one.
+  const NodeDef* outer_n = nullptr;
+  const NodeDef* inner_n = nullptr;
+  for (const NodeDef* e : WithOp(g.node, "Enter")) {
+    if (e->input[0] == "n") outer_n = e;
+  }
+  ASSERT_NE(outer_n, nullptr);
+  EXPECT_EQ(outer_n->GetString("frame_name").value(), "outer");
+  for (const NodeDef* e : WithOp(g.node, "Enter")) {
+    if (e->input[0] == outer_n->name && e->GetString("frame_name").value() == "inner") inner_n = e;
+  }
+  ASSERT_NE(inner_n, nullptr);
+  EXPECT_TRUE(inner_n->GetBool("is_constant").value());
+  // The outer body value used in the inner body enters as a constant too.
+  bool v_enters_inner = false;
+  for (const NodeDef* e : WithOp(g.node, "Enter")) {
+    v_enters_inner |= e->input[0] == "outer/body_0" && e->GetBool("is_constant").value() &&
+                      e->GetString("frame_name").value() == "inner";
+  }
+  EXPECT_TRUE(v_enters_inner);
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+TEST(GraphBuilder, WhileBodyReturningWrongCountIsAnError) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  b.While([&](const Outs& v) { return b.Less(v[0], n); }, [&](const Outs& v) { return Outs{v[0], v[0]}; },
+          {b.Const<int64_t>(0)});
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("While body returns 2 values for 1 loop variables"));
+}
+
+TEST(GraphBuilder, WhileNonBoolConditionIsAnError) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  b.While([&](const Outs& v) { return b.Add(v[0], n); }, [&](const Outs& v) { return v; }, {b.Const<int64_t>(0)});
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("While condition must be bool, is int64"));
+}
+
+TEST(GraphBuilder, UsingALoopValueOutsideTheLoopIsAnError) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kI64);
+  Output inside;
+  b.While([&](const Outs& v) { return b.Less(v[0], n); },
+          [&](const Outs& v) {
+            inside = b.Add(v[0], n);
+            return Outs{inside};
+          },
+          {b.Const<int64_t>(0)});
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  EXPECT_FALSE(b.Identity(inside).valid());
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("is used outside it"));
+}
+
+TEST(GraphBuilder, CallOfUndeclaredFunctionIsAnError) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Outs r = b.Call("nope", {x});
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("Call of undeclared function 'nope'"));
+}
+
+TEST(GraphBuilder, DefineFunctionBuildsArgsRetvalsAndInvoke) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.DefineFunction({"inc", {{"x", kI64}}, {{"r", kI64}}},
+                               [](GraphBuilder& f, const Outs& a) { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; })
+                  .ok());
+  Output x = b.Placeholder("x", kI64);
+  Outs r = b.Call("inc", {x});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(b.dtype(r[0]), kI64);
+  Graph g = BuildOk(b);
+  const FunctionDef* f = g.library.Find("inc");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->defined);
+  ASSERT_EQ(WithOp(f->node, "Arg").size(), 1u);
+  EXPECT_EQ(WithOp(f->node, "Arg")[0]->name, "x");
+  ASSERT_EQ(WithOp(f->node, "Retval").size(), 1u);
+  EXPECT_EQ(WithOp(f->node, "Retval")[0]->GetInt("index").value(), 0);
+  const NodeDef& call = Node(g, b.Name(r[0]));
+  EXPECT_EQ(call.op, "Invoke");
+  EXPECT_EQ(call.GetString("function").value(), "inc");
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+TEST(GraphBuilder, FunctionBodyReturningWrongCountIsAnError) {
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction({"f", {{"x", kI64}}, {{"r", kI64}}},
+                                    [](GraphBuilder& f, const Outs& a) { return Outs{a[0], a[0]}; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("in function 'f': body returns 2 values; the signature has 1"));
+  EXPECT_EQ(b.status(), s);
+}
+
+TEST(GraphBuilder, VariableInsideFunctionIsAnError) {
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction({"f", {{"x", kI64}}, {{"r", kI64}}}, [](GraphBuilder& f, const Outs& a) {
+    f.Variable("v", Tensor::Scalar<int64_t>(0));
+    return Outs{a[0]};
+  });
+  EXPECT_THAT(std::string(s.message()), HasSubstr("variable 'v' must be created in the main graph"));
+}
+
+TEST(GraphBuilder, RecursiveFunctionCanCallItself) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.DefineFunction({"down", {{"n", kI64}}, {{"r", kI64}}}, [](GraphBuilder& f, const Outs& a) {
+                 return f.Cond(f.LessEqual(a[0], f.Const<int64_t>(0)), [&] { return Outs{a[0]}; },
+                               [&] { return f.Call("down", {f.Sub(a[0], f.Const<int64_t>(1))}); });
+               }).ok())
+      << b.status();
+  b.Identity(b.Call("down", {b.Placeholder("n", kI64)})[0], "result");
+  Graph g = BuildOk(b);
+  EXPECT_EQ(WithOp(g.library.Find("down")->node, "Invoke").size(), 1u);
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+}  // namespace
+}  // namespace tdf
