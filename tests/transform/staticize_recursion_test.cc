@@ -14,6 +14,7 @@
 #include "tdf/graph.h"
 #include "tdf/reference_programs.h"
 #include "tdf/transform.h"
+#include "tdf/validate.h"
 #include "transform/transform_test_util.h"
 
 namespace tdf {
@@ -240,6 +241,81 @@ TEST(StaticizeRecursion, GraphWithoutCallsOnlyLosesItsLibrary) {
   Graph out = Staticize(in);
   EXPECT_EQ(out.node, in.node);
   EXPECT_TRUE(out.library.empty());
+}
+
+TEST(StaticizeRecursion, FunctionWithoutArgumentsGetsOneCall) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.DefineFunction({"one", {}, {{"r", DType::kInt64}}},
+                               [](GraphBuilder& f, const std::vector<Output>&) {
+                                 return std::vector<Output>{f.Const<int64_t>(1, "c")};
+                               })
+                  .ok());
+  ASSERT_TRUE(b.DefineFunction({"two", {}, {{"r", DType::kInt64}}},
+                               [](GraphBuilder& f, const std::vector<Output>&) {
+                                 Output one = f.Call("one", {})[0];
+                                 return std::vector<Output>{f.Add(one, one)};
+                               })
+                  .ok());
+  b.Identity(b.Call("two", {})[0], "result");
+  absl::StatusOr<Graph> in = b.Build();
+  ASSERT_TRUE(in.ok()) << in.status();
+  Graph out = Staticize(*in);
+  CheckStaticShape(*in, out);
+  EXPECT_TRUE(Validate(out).ok()) << Validate(out);
+  const std::string main_site = NodesWithOp(*in, "Invoke")[0]->name;
+  const NodeDef& main_call = Node(out, main_site + "/call");
+  EXPECT_TRUE(main_call.input.empty());
+  EXPECT_EQ(main_call.FindAttr("_function"), nullptr);  // the run fires it
+  EXPECT_EQ(*main_call.GetInt("arg_index"), -1);
+  EXPECT_EQ(*main_call.GetType("T"), DType::kBool);
+  // The call inside two's body starts with every invocation of two.
+  std::string body_site;
+  for (const NodeDef& n : in->library.Find("two")->node)
+    if (n.op == "Invoke") body_site = "two/" + n.name;
+  const NodeDef& body_call = Node(out, body_site + "/call");
+  EXPECT_TRUE(body_call.input.empty());
+  EXPECT_EQ(body_call.GetString("_function").value_or(""), "two");
+  EXPECT_THAT(Node(out, body_site + "/return_0").input,
+              ElementsAre("one/r_retval", "^" + body_site + "/call"));
+  EXPECT_EQ(Node(out, "one/c").GetString("_function").value_or(""), "one");
+}
+
+TEST(StaticizeRecursion, ResultsPortsAndControlEdgesOfAnInvokeAreRewired) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.DefineFunction({"swap", {{"a", DType::kInt64}, {"b", DType::kFloat64}},
+                                {{"p", DType::kFloat64}, {"q", DType::kInt64}}},
+                               [](GraphBuilder& f, const std::vector<Output>& a) {
+                                 return std::vector<Output>{a[1], a[0]};
+                               })
+                  .ok());
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output y = b.Placeholder("y", DType::kFloat64);
+  Output gate = b.Op("NoOp", {}, {}, "gate");
+  std::vector<Output> r = b.Call("swap", {x, y});
+  ASSERT_EQ(r.size(), 2u);
+  b.AddControlInput(r[0], gate);
+  Output after = b.Op("NoOp", {}, {}, "after");
+  b.AddControlInput(after, r[0]);
+  b.Identity(r[1], "q");
+  b.Identity(r[0], "p");
+  absl::StatusOr<Graph> in = b.Build();
+  ASSERT_TRUE(in.ok()) << in.status();
+  Graph out = Staticize(*in);
+  CheckStaticShape(*in, out);
+  EXPECT_TRUE(Validate(out).ok()) << Validate(out);
+  const std::string s = NodesWithOp(*in, "Invoke")[0]->name;
+  // The Invoke's control inputs gate every Call.
+  EXPECT_THAT(Node(out, s + "/call_0").input, ElementsAre("x", "^gate"));
+  EXPECT_THAT(Node(out, s + "/call_1").input, ElementsAre("y", "^gate"));
+  EXPECT_EQ(*Node(out, s + "/call_1").GetType("T"), DType::kFloat64);
+  // "S:1" reads Return 1; "^S" waits for every Return.
+  EXPECT_THAT(Node(out, "q").input, ElementsAre(s + "/return_1"));
+  EXPECT_THAT(Node(out, "p").input, ElementsAre(s + "/return_0"));
+  EXPECT_THAT(Node(out, "after").input, ElementsAre("^" + s + "/return_0", "^" + s + "/return_1"));
+  EXPECT_THAT(Node(out, s + "/return_0").input, ElementsAre("swap/p_retval", "^" + s + "/call_0", "^" + s + "/call_1"));
+  EXPECT_EQ(*Node(out, s + "/return_0").GetType("T"), DType::kFloat64);
+  EXPECT_EQ(*Node(out, s + "/return_1").GetType("T"), DType::kInt64);
+  EXPECT_THAT(Node(out, "swap/p_retval").input, ElementsAre("swap/b"));
 }
 
 // Built by hand: the builder only makes well-formed calls.
