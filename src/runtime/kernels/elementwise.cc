@@ -117,9 +117,11 @@ struct MaximumF : NumericSame {
   template <typename T>
   static T Apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
-      if (std::isnan(a)) return a;  // NaN propagates from either side.
+      // NaN propagates from either side.
+      if (std::isnan(a)) return a;
+      if (std::isnan(b)) return b;
     }
-    return a > b ? a : (b > a ? b : a == a ? a : b);
+    return a > b ? a : b;
   }
 };
 struct MinimumF : NumericSame {
@@ -127,9 +129,11 @@ struct MinimumF : NumericSame {
   template <typename T>
   static T Apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
+      // NaN propagates from either side.
       if (std::isnan(a)) return a;
+      if (std::isnan(b)) return b;
     }
-    return a < b ? a : (b < a ? b : a == a ? a : b);
+    return a < b ? a : b;
   }
 };
 struct PowF : NumericSame {

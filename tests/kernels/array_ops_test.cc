@@ -1,0 +1,165 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/kernel_test_util.h"
+
+namespace tdf {
+namespace {
+
+using kernel_test::B;
+using kernel_test::F64;
+using kernel_test::I32;
+using kernel_test::I64;
+using kernel_test::Run1;
+using kernel_test::RunError;
+using kernel_test::RunOp;
+using kernel_test::TensorEq;
+using ::testing::HasSubstr;
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+TEST(ReshapeKernel, SharesBufferAndInfersOneDim) {
+  Tensor x = I64(Iota(6), {2, 3});
+  Tensor out = Run1("Reshape", {x}, {{"shape", std::vector<int64_t>{3, -1}}});
+  EXPECT_TRUE(TensorEq(out, I64(Iota(6), {3, 2})));
+  EXPECT_EQ(out.buffer(), x.buffer());
+  EXPECT_TRUE(TensorEq(Run1("Reshape", {x}, {{"shape", std::vector<int64_t>{-1}}}), I64(Iota(6), {6})));
+  EXPECT_TRUE(TensorEq(Run1("Reshape", {I64({7}, {1, 1})}, {{"shape", std::vector<int64_t>{}}}),
+                       Tensor::Scalar<int64_t>(7)));
+  EXPECT_TRUE(TensorEq(Run1("Reshape", {Tensor::Scalar<int64_t>(7)}, {{"shape", std::vector<int64_t>{1}}}),
+                       I64({7}, {1})));
+  EXPECT_EQ(Run1("Reshape", {I64({}, {0, 3})}, {{"shape", std::vector<int64_t>{3, 0}}}).shape(), Shape({3, 0}));
+}
+
+TEST(ReshapeKernel, BadShapes) {
+  Tensor x = I64(Iota(6), {2, 3});
+  absl::Status s = RunError("Reshape", {x}, {{"shape", std::vector<int64_t>{4, -1}}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[2,3]"));
+  EXPECT_EQ(RunError("Reshape", {x}, {{"shape", std::vector<int64_t>{5}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Two unknown dims: rejected when the kernel is created.
+  EXPECT_EQ(RunError("Reshape", {x}, {{"shape", std::vector<int64_t>{-1, -1}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Reshape", {x}, {{"shape", std::vector<int64_t>{-2, 3}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Reshape", {I64({}, {0})}, {{"shape", std::vector<int64_t>{0, -1}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ReshapeLikeKernel, UsesTheOtherShape) {
+  Tensor x = F64({1, 2, 3, 4}, {4});
+  EXPECT_TRUE(TensorEq(Run1("ReshapeLike", {x, I32({0, 0, 0, 0}, {2, 2})}), F64({1, 2, 3, 4}, {2, 2})));
+  EXPECT_TRUE(TensorEq(Run1("ReshapeLike", {Tensor::Scalar<double>(1), Tensor::Scalar<int64_t>(0)}),
+                       Tensor::Scalar<double>(1)));
+  EXPECT_EQ(RunError("ReshapeLike", {x, I32({0, 0}, {2})}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TransposeKernel, PermAndDefaultReverse) {
+  Tensor x = I64(Iota(6), {2, 3});
+  EXPECT_TRUE(TensorEq(Run1("Transpose", {x}), I64({0, 3, 1, 4, 2, 5}, {3, 2})));
+  // [2,3,4] with perm {1,2,0} -> [3,4,2]: out[j,k,i] = x[i,j,k]
+  Tensor y = I64(Iota(24), {2, 3, 4});
+  std::vector<int64_t> want;
+  for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 2; ++i) want.push_back((i * 3 + j) * 4 + k);
+  EXPECT_TRUE(TensorEq(Run1("Transpose", {y}, {{"perm", std::vector<int64_t>{1, 2, 0}}}), I64(want, {3, 4, 2})));
+  EXPECT_EQ(Run1("Transpose", {y}, {{"perm", std::vector<int64_t>{0, 1, 2}}}).buffer(), y.buffer());
+  EXPECT_EQ(Run1("Transpose", {F64({}, {0, 2})}).shape(), Shape({2, 0}));
+  EXPECT_TRUE(TensorEq(Run1("Transpose", {B({true, false}, {2, 1})}), B({true, false}, {1, 2})));
+  EXPECT_EQ(RunError("Transpose", {y}, {{"perm", std::vector<int64_t>{0, 0, 1}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Transpose", {y}, {{"perm", std::vector<int64_t>{1, 0}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConcatKernel, AlongAnyAxis) {
+  Tensor a = I64({1, 2, 3, 4}, {2, 2});
+  Tensor b = I64({5, 6}, {2, 1});
+  EXPECT_TRUE(TensorEq(Run1("Concat", {a, b}, {{"axis", 1}}), I64({1, 2, 5, 3, 4, 6}, {2, 3})));
+  EXPECT_TRUE(TensorEq(Run1("Concat", {a, b}, {{"axis", -1}}), I64({1, 2, 5, 3, 4, 6}, {2, 3})));
+  EXPECT_TRUE(TensorEq(Run1("Concat", {a, I64({7, 8}, {1, 2})}, {{"axis", 0}}), I64({1, 2, 3, 4, 7, 8}, {3, 2})));
+  EXPECT_TRUE(TensorEq(Run1("Concat", {I64({}, {0}), I64({1}, {1}), I64({2, 3}, {2})}, {{"axis", 0}}),
+                       I64({1, 2, 3}, {3})));
+  EXPECT_EQ(Run1("Concat", {a}, {{"axis", 0}}).buffer(), a.buffer());
+}
+
+TEST(ConcatKernel, Errors) {
+  Tensor a = I64({1, 2, 3, 4}, {2, 2});
+  absl::Status s = RunError("Concat", {a, I64({5, 6}, {2, 1})}, {{"axis", 0}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[2,1]"));
+  EXPECT_EQ(RunError("Concat", {a, a}, {{"axis", 2}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Concat", {a, F64({1, 2, 3, 4}, {2, 2})}, {{"axis", 0}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Concat", {Tensor::Scalar<int64_t>(1), Tensor::Scalar<int64_t>(2)}, {{"axis", 0}}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+AttrMap SliceAttrs(std::vector<int64_t> begin, std::vector<int64_t> size) {
+  return {{"begin", std::move(begin)}, {"size", std::move(size)}};
+}
+
+TEST(SliceKernel, BeginSizeAndToEnd) {
+  Tensor x = I64(Iota(12), {3, 4});
+  EXPECT_TRUE(TensorEq(Run1("Slice", {x}, SliceAttrs({1, 1}, {2, 2})), I64({5, 6, 9, 10}, {2, 2})));
+  EXPECT_TRUE(TensorEq(Run1("Slice", {x}, SliceAttrs({2, 1}, {-1, -1})), I64({9, 10, 11}, {1, 3})));
+  EXPECT_EQ(Run1("Slice", {x}, SliceAttrs({0, 0}, {-1, -1})).buffer(), x.buffer());
+  EXPECT_EQ(Run1("Slice", {x}, SliceAttrs({3, 0}, {0, 4})).shape(), Shape({0, 4}));
+  EXPECT_TRUE(TensorEq(Run1("Slice", {F64({1, 2, 3}, {3})}, SliceAttrs({1}, {1})), F64({2}, {1})));
+}
+
+TEST(SliceKernel, OutOfBounds) {
+  Tensor x = I64(Iota(12), {3, 4});
+  absl::Status s = RunError("Slice", {x}, SliceAttrs({2, 0}, {2, 1}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("dim 0"));
+  EXPECT_EQ(RunError("Slice", {x}, SliceAttrs({-1, 0}, {1, 1})).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Slice", {x}, SliceAttrs({0}, {1})).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Slice", {x}, SliceAttrs({0, 0}, {1})).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GatherKernel, RowsAndOtherAxes) {
+  Tensor params = F64({1, 2, 3, 4, 5, 6}, {3, 2});
+  EXPECT_TRUE(TensorEq(Run1("Gather", {params, I64({2, 0, 2}, {3})}), F64({5, 6, 1, 2, 5, 6}, {3, 2})));
+  EXPECT_TRUE(TensorEq(Run1("Gather", {params, I32({1}, {1})}), F64({3, 4}, {1, 2})));
+  EXPECT_TRUE(TensorEq(Run1("Gather", {params, Tensor::Scalar<int64_t>(1)}), F64({3, 4}, {2})));
+  EXPECT_TRUE(TensorEq(Run1("Gather", {params, I64({1, 1, 0, 0}, {2, 2})}, {{"axis", 1}}),
+                       F64({2, 2, 1, 1, 4, 4, 3, 3, 6, 6, 5, 5}, {3, 2, 2})));
+  EXPECT_TRUE(TensorEq(Run1("Gather", {params, I64({0}, {1})}, {{"axis", -1}}), F64({1, 3, 5}, {3, 1})));
+  EXPECT_EQ(Run1("Gather", {params, I64({}, {0})}).shape(), Shape({0, 2}));
+}
+
+TEST(GatherKernel, BadIndexIsNamed) {
+  Tensor params = F64({1, 2, 3, 4, 5, 6}, {3, 2});
+  absl::Status s = RunError("Gather", {params, I64({0, 7}, {2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("index 7"));
+  EXPECT_THAT(s.message(), HasSubstr("[0, 3)"));
+  EXPECT_THAT(RunError("Gather", {params, I32({-1}, {1})}).message(), HasSubstr("index -1"));
+  EXPECT_EQ(RunError("Gather", {params, F64({0}, {1})}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("Gather", {params, I64({0}, {1})}, {{"axis", 2}}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BroadcastToKernel, ExpandsToTheOtherShape) {
+  EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {F64({1, 2}, {2}), F64({0, 0, 0, 0, 0, 0}, {3, 2})}),
+                       F64({1, 2, 1, 2, 1, 2}, {3, 2})));
+  EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {Tensor::Scalar<int64_t>(4), I32({0, 0}, {2})}), I64({4, 4}, {2})));
+  EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {I64({1, 2}, {2, 1}), I64({0, 0, 0, 0}, {2, 2})}),
+                       I64({1, 1, 2, 2}, {2, 2})));
+  EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {Tensor::Scalar<int64_t>(4), Tensor::Scalar<int64_t>(0)}),
+                       Tensor::Scalar<int64_t>(4)));
+  absl::Status s = RunError("BroadcastTo", {F64({1, 2, 3}, {3}), F64({0, 0}, {2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[3]"));
+  // Broadcasting must not grow the target shape.
+  EXPECT_EQ(RunError("BroadcastTo", {F64({1, 2}, {2, 1}), F64({0, 0}, {2})}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tdf

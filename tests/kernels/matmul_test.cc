@@ -1,0 +1,73 @@
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/kernel_test_util.h"
+
+namespace tdf {
+namespace {
+
+using kernel_test::F32;
+using kernel_test::F64;
+using kernel_test::I64;
+using kernel_test::Run1;
+using kernel_test::RunError;
+using kernel_test::TensorEq;
+using kernel_test::TensorNear;
+using ::testing::HasSubstr;
+
+std::vector<double> Random(int64_t n, int seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// Row-major element (i, j) of an r x c matrix, or of its transpose.
+double At(const std::vector<double>& m, int64_t cols, bool transposed, int64_t i, int64_t j) {
+  return transposed ? m[j * cols + i] : m[i * cols + j];
+}
+
+TEST(MatMulKernel, MatchesNaiveLoopsWithTransposes) {
+  const int64_t m = 7, k = 5, n = 9;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      // Stored shapes: a is [m,k] (or [k,m] when transposed), b is [k,n] (or [n,k]).
+      std::vector<double> a = Random(m * k, 1), b = Random(k * n, 2);
+      const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+      std::vector<double> want(m * n, 0.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+      Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
+      Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
+      Tensor out = Run1("MatMul", {ta_t, tb_t}, {{"transpose_a", ta}, {"transpose_b", tb}});
+      EXPECT_TRUE(TensorNear(out, F64(want, {m, n}), 1e-13)) << "ta=" << ta << " tb=" << tb;
+    }
+  }
+}
+
+TEST(MatMulKernel, Float32) {
+  Tensor out = Run1("MatMul", {F32({1, 2, 3, 4}, {2, 2}), F32({5, 6, 7, 8}, {2, 2})});
+  EXPECT_TRUE(TensorEq(out, F32({19, 22, 43, 50}, {2, 2})));
+}
+
+TEST(MatMulKernel, EmptyDims) {
+  EXPECT_EQ(Run1("MatMul", {F64({}, {0, 3}), F64({1, 2, 3, 4, 5, 6}, {3, 2})}).shape(), Shape({0, 2}));
+  // k == 0: an all-zero [2,2] product.
+  EXPECT_TRUE(TensorEq(Run1("MatMul", {F64({}, {2, 0}), F64({}, {0, 2})}), F64({0, 0, 0, 0}, {2, 2})));
+}
+
+TEST(MatMulKernel, Errors) {
+  absl::Status s = RunError("MatMul", {F64({1, 2, 3, 4, 5, 6}, {2, 3}), F64({1, 2, 3, 4}, {2, 2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[2,3]"));
+  EXPECT_THAT(s.message(), HasSubstr("[2,2]"));
+  EXPECT_THAT(RunError("MatMul", {F64({1, 2}, {2}), F64({1, 2}, {2, 1})}).message(), HasSubstr("rank-2"));
+  EXPECT_EQ(RunError("MatMul", {I64({1}, {1, 1}), I64({1}, {1, 1})}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("MatMul", {F64({1}, {1, 1}), F32({1}, {1, 1})}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tdf
