@@ -439,7 +439,19 @@ absl::StatusOr<AttrValue> AttrFromProto(const pb::AttrValue& p, absl::string_vie
   return Malformed(where, "unknown attribute value kind");
 }
 
+// The binary parser rejects strings that are not UTF-8 but the text parser
+// does not: check here, so both loaders accept exactly what the writer writes.
+absl::Status CheckLoadedName(absl::string_view where, absl::string_view what, absl::string_view value) {
+  if (IsUtf8(value)) return absl::OkStatus();
+  return Malformed(where, absl::StrCat(what, " is not valid UTF-8"));
+}
+
 absl::StatusOr<NodeDef> NodeFromProto(const pb::NodeDef& p, absl::string_view where) {
+  TDF_RETURN_IF_ERROR(CheckLoadedName(where, "a node name", p.name()));
+  TDF_RETURN_IF_ERROR(CheckLoadedName(where, "an op name", p.op()));
+  TDF_RETURN_IF_ERROR(CheckLoadedName(where, "a device", p.device()));
+  for (const std::string& in : p.input()) TDF_RETURN_IF_ERROR(CheckLoadedName(where, "an input", in));
+  for (const auto& entry : p.attr()) TDF_RETURN_IF_ERROR(CheckLoadedName(where, "an attribute name", entry.first));
   NodeDef node;
   node.name = p.name();
   node.op = p.op();
@@ -458,6 +470,7 @@ absl::StatusOr<std::vector<ArgDef>> ArgsFromProto(const google::protobuf::Repeat
   std::vector<ArgDef> out;
   out.reserve(args.size());
   for (const pb::OpDef::ArgDef& a : args) {
+    TDF_RETURN_IF_ERROR(CheckLoadedName(where, "an argument name", a.name()));
     TDF_ASSIGN_OR_RETURN(DType t, FromProtoDType(a.type(), absl::StrCat(where, " argument '", a.name(), "'")));
     out.push_back(ArgDef{a.name(), t});
   }
@@ -478,6 +491,7 @@ absl::StatusOr<Graph> GraphFromProto(const pb::GraphDef& p) {
     const std::string& name = f.signature().name();
     const std::string where = absl::StrCat("function '", name, "'");
     if (name.empty()) return Malformed("library", "a function without a name");
+    TDF_RETURN_IF_ERROR(CheckLoadedName("library", "a function name", name));
     if (g.library.Find(name) != nullptr) return Malformed(where, "defined twice in the library");
     if (f.declared_only() && f.node_def_size() > 0) return Malformed(where, "declared_only but has a body");
     FunctionDef fn;

@@ -415,6 +415,9 @@ TEST(SerializeHostile, InvalidUtf8NameIsAnError) {
   ASSERT_NE(at, std::string::npos);
   bytes.replace(at, 4, "\xff\xfe\xfd\xfc");  // same length: the encoding stays well formed
   EXPECT_FALSE(ParseGraph(bytes).ok());
+  // The text parser takes such bytes in escapes; the loader must not.
+  ExpectInvalid(GraphFromText("node { name: \"a\\377b\" op: \"NoOp\" }"), "not valid UTF-8");
+  ExpectInvalid(GraphFromText("node { name: \"a\" attr { key: \"\\300\" value { i: 1 } } }"), "not valid UTF-8");
 }
 
 }  // namespace
