@@ -196,6 +196,16 @@ class BodyValidator {
       TDF_ASSIGN_OR_RETURN(std::string fname, n.GetString("function"));
       const FunctionDef* f = library_.Find(fname);
       if (f == nullptr) continue;
+      if (is_call && n.num_data_inputs() == 0) {
+        // A call of a function without arguments only creates the
+        // invocation; it carries arg_index -1 (tdf/transform.h).
+        TDF_ASSIGN_OR_RETURN(int64_t index, n.GetInt("arg_index"));
+        if (index != -1) return Invalid(n, absl::StrCat("a Call without a data input must have arg_index -1, has ", index));
+        if (!f->signature.inputs.empty())
+          return Invalid(n, absl::StrCat("has no data input, but function '", fname, "' takes ",
+                                         f->signature.inputs.size(), " arguments"));
+        continue;
+      }
       const char* index_attr = is_call ? "arg_index" : "result_index";
       const std::vector<ArgDef>& params = is_call ? f->signature.inputs : f->signature.outputs;
       TDF_ASSIGN_OR_RETURN(int64_t index, n.GetInt(index_attr));

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "tdf/builder.h"
 #include "tdf/reference_programs.h"
+#include "tdf/transform.h"
 
 namespace tdf {
 namespace {
@@ -256,6 +257,57 @@ TEST(InferFrames, ReferenceProgramsAndTheirFunctionBodiesInfer) {
       EXPECT_EQ(body->blocks[0].kind, BlockInfo::Kind::kFunction);
     }
   }
+}
+
+TEST(InferFrames, TransformedReferenceProgramsInfer) {
+  for (const Graph& g : {reference::Fib(), reference::Ack(), reference::Tak(), reference::EvenOdd(),
+                         reference::Exp(), reference::Primes(), reference::McCarthy91(), reference::Yaghi(),
+                         reference::CallInWhile(), reference::WhileInFunction()}) {
+    absl::StatusOr<Graph> t = StaticizeRecursion(g);
+    ASSERT_TRUE(t.ok()) << t.status();
+    absl::StatusOr<FrameInfo> fi = InferFrames(t->node);
+    ASSERT_TRUE(fi.ok()) << fi.status();
+    // One function block per function of the library, whatever the number
+    // of call sites.
+    int functions = 0;
+    for (const BlockInfo& b : fi->blocks) functions += b.kind == BlockInfo::Kind::kFunction;
+    EXPECT_EQ(functions, static_cast<int>(g.library.functions().size()));
+    // Calls and Returns fire in the caller's block; Call data consumers in the callee's.
+    for (size_t i = 0; i < t->node.size(); ++i) {
+      const NodeDef& n = t->node[i];
+      if (n.op != "Return") continue;
+      const std::string call = InputRef::Parse(n.input.back()).value().node;
+      EXPECT_EQ(fi->block_of_node[i], BlockOf(*fi, t->node, call)) << n.name;
+    }
+  }
+}
+
+TEST(InferFrames, CallInsideLoopAndLoopInsideFunction) {
+  absl::StatusOr<Graph> t = StaticizeRecursion(reference::CallInWhile());
+  ASSERT_TRUE(t.ok()) << t.status();
+  absl::StatusOr<FrameInfo> fi = InferFrames(t->node);
+  ASSERT_TRUE(fi.ok()) << fi.status();
+  bool saw_call_in_loop = false;
+  for (size_t i = 0; i < t->node.size(); ++i) {
+    if (t->node[i].op != "Call") continue;
+    const BlockInfo& b = fi->blocks[fi->block_of_node[i]];
+    saw_call_in_loop |= b.kind == BlockInfo::Kind::kLoop && b.parent == 0;
+  }
+  EXPECT_TRUE(saw_call_in_loop);
+
+  absl::StatusOr<Graph> w = StaticizeRecursion(reference::WhileInFunction());
+  ASSERT_TRUE(w.ok()) << w.status();
+  fi = InferFrames(w->node);
+  ASSERT_TRUE(fi.ok()) << fi.status();
+  bool saw_loop_in_function = false;
+  for (size_t b = 0; b < fi->blocks.size(); ++b) {
+    const BlockInfo& blk = fi->blocks[b];
+    if (blk.kind == BlockInfo::Kind::kLoop && fi->blocks[blk.parent].kind == BlockInfo::Kind::kFunction) {
+      saw_loop_in_function = true;
+      EXPECT_THAT(DescribeBlock(*fi, static_cast<int>(b)), HasSubstr("in function '"));
+    }
+  }
+  EXPECT_TRUE(saw_loop_in_function);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "tdf/builder.h"
 #include "tdf/reference_programs.h"
+#include "tdf/transform.h"
 
 namespace tdf {
 namespace {
@@ -102,6 +103,38 @@ TEST(Validate, AcceptsEveryReferenceProgram) {
                          reference::CallInWhile(), reference::WhileInFunction()}) {
     EXPECT_TRUE(Validate(g).ok()) << Validate(g);
   }
+}
+
+TEST(Validate, AcceptsEveryReferenceProgramAfterStaticizeRecursion) {
+  for (const Graph& g : {reference::Fib(), reference::Ack(), reference::Tak(), reference::Fact(),
+                         reference::EvenOdd(), reference::Exp(), reference::Primes(), reference::McCarthy91(),
+                         reference::Sum(), reference::Yaghi(), reference::WhileLoop(), reference::OpChain(10),
+                         reference::CallInWhile(), reference::WhileInFunction()}) {
+    absl::StatusOr<Graph> t = StaticizeRecursion(g);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_TRUE(Validate(*t).ok()) << Validate(*t);
+    // With the original library the call sites' indices and dtypes are checked too.
+    t->library = g.library;
+    EXPECT_TRUE(Validate(*t).ok()) << Validate(*t);
+  }
+}
+
+TEST(Validate, AcceptsTransformedCallOfFunctionWithoutArguments) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.DefineFunction({"seven", {}, {{"r", kI64}}},
+                               [](GraphBuilder& f, const std::vector<Output>&) {
+                                 return std::vector<Output>{f.Const<int64_t>(7)};
+                               })
+                  .ok());
+  b.Identity(b.Call("seven", {})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(Validate(*g).ok()) << Validate(*g);
+  absl::StatusOr<Graph> t = StaticizeRecursion(*g);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(Validate(*t).ok()) << Validate(*t);
+  t->library = g->library;
+  EXPECT_TRUE(Validate(*t).ok()) << Validate(*t);
 }
 
 TEST(Validate, AcceptsHandBuiltWhileLoop) { EXPECT_TRUE(Validate(G(Loop())).ok()) << Validate(G(Loop())); }
