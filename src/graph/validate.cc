@@ -57,6 +57,9 @@ class BodyValidator {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodeDef& n = nodes_[i];
       if (n.name.empty()) return Invalid(n, "empty node name");
+      // Such a name could not be written as an input ("x:1" reads port 1).
+      if (n.name.find(':') != std::string::npos || n.name[0] == '^')
+        return Invalid(n, "node names may not contain ':' or start with '^'");
       if (!index_.emplace(n.name, static_cast<int>(i)).second) return Invalid(n, "duplicate node name");
       schemas_[i] = OpRegistry::Global()->Find(n.op);
       if (schemas_[i] == nullptr) return Invalid(n, absl::StrCat("unknown op '", n.op, "'"));

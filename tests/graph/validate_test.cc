@@ -192,6 +192,17 @@ TEST(Validate, UnknownOp) { ExpectInvalid(G({N("x", "Frobnicate")}), "node 'x' (
 
 TEST(Validate, EmptyNodeName) { ExpectInvalid(G({I64("", 1)}), "node '' (Const): empty node name"); }
 
+TEST(Validate, NodeNameThatCannotBeReferenced) {
+  ExpectInvalid(G({I64("a:1", 1)}), "node 'a:1' (Const): node names may not contain ':' or start with '^'");
+  ExpectInvalid(G({I64("^a", 1)}), "node '^a' (Const): node names may not contain");
+}
+
+TEST(Validate, FunctionBodyReferencingAMainGraphNode) {
+  Graph g = G({I64("outer", 1)});
+  AddFunction(g, "f", {Arg("x", 0), N("y", "Add", {"x", "outer"}), Ret("r", "y", 0)});
+  ExpectInvalid(g, "function 'f': node 'y' (Add): input 'outer' names an unknown node");
+}
+
 TEST(Validate, DuplicateNodeName) {
   ExpectInvalid(G({I64("a", 1), I64("a", 2)}), "node 'a' (Const): duplicate node name");
 }
