@@ -1,0 +1,377 @@
+// tdf: the command-line tool.
+//
+//   tdf validate FILE
+//   tdf transform FILE -o OUT.pbtxt
+//   tdf dot FILE [-o OUT.dot] [--static]
+//   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--workers N]
+//                [--mode static|dynamic] [--trace out.json] [--stats]
+//   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
+//
+// FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
+// (tdf/serialize.h). Exit status: 0 success, 1 the command failed, 2 usage.
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
+#include "absl/time/time.h"
+#include "tdf/dot.h"
+#include "tdf/graph.h"
+#include "tdf/reference_programs.h"
+#include "tdf/serialize.h"
+#include "tdf/session.h"
+#include "tdf/status.h"
+#include "tdf/transform.h"
+#include "tdf/validate.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: tdf <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  validate FILE                       check a graph (ops, inputs, types, frames, calls)\n"
+    "  transform FILE -o OUT               staticize recursion (the Yaghi transformation) and save\n"
+    "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
+    "  run FILE --feed NAME=VALUE... --fetch NAME...\n"
+    "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
+    "                                      run a graph and print the fetched tensors\n"
+    "  reference NAME -o OUT               save a built-in reference program\n"
+    "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
+    "                                       while_loop call_in_while while_in_function)\n"
+    "\n"
+    "FILE: a graph as binary (.pb) or text (.pbtxt) protobuf. VALUE: a scalar of the\n"
+    "placeholder's dtype (42, 1.5, true), or a comma-separated vector (1,2,3).\n";
+
+// Exit codes.
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUsageError = 2;
+
+// Prints a usage error; returns the usage exit status.
+int Usage(const std::string& command, const std::string& message) {
+  std::cerr << "tdf " << command << ": " << message << "\n\n" << kUsage;
+  return kUsageError;
+}
+
+// Command-line arguments after the command name: flags with values, boolean
+// flags and positionals.
+class Args {
+ public:
+  Args(int argc, char** argv, int first) {
+    for (int i = first; i < argc; ++i) args_.emplace_back(argv[i]);
+  }
+
+  // Parses against the flags a command accepts. Returns an error message.
+  std::string Parse(const std::vector<std::string>& value_flags, const std::vector<std::string>& bool_flags) {
+    for (size_t i = 0; i < args_.size(); ++i) {
+      const std::string& a = args_[i];
+      if (a.size() > 1 && a[0] == '-') {
+        std::string name = a;
+        std::string value;
+        bool has_value = false;
+        const size_t eq = a.find('=');
+        if (absl::StartsWith(a, "--") && eq != std::string::npos) {
+          name = a.substr(0, eq);
+          value = a.substr(eq + 1);
+          has_value = true;
+        }
+        if (std::find(bool_flags.begin(), bool_flags.end(), name) != bool_flags.end()) {
+          if (has_value) return absl::StrCat(name, " takes no value");
+          bools_[name] = true;
+          continue;
+        }
+        if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end())
+          return absl::StrCat("unknown option ", name);
+        if (!has_value) {
+          if (i + 1 >= args_.size()) return absl::StrCat(name, " needs a value");
+          value = args_[++i];
+        }
+        values_[name].push_back(value);
+      } else {
+        positionals_.push_back(a);
+      }
+    }
+    return "";
+  }
+
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  std::vector<std::string> All(const std::string& flag) const {
+    auto it = values_.find(flag);
+    return it == values_.end() ? std::vector<std::string>{} : it->second;
+  }
+  // The last value of `flag`, or `fallback`.
+  std::string Get(const std::string& flag, const std::string& fallback = "") const {
+    auto it = values_.find(flag);
+    return it == values_.end() ? fallback : it->second.back();
+  }
+  bool Has(const std::string& flag) const { return values_.count(flag) > 0 || bools_.count(flag) > 0; }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<std::string> positionals_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::map<std::string, bool> bools_;
+};
+
+int Fail(const absl::Status& status) {
+  std::cerr << "tdf: " << status.message() << "\n";
+  return kFailed;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  out << data;
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
+  return absl::OkStatus();
+}
+
+#define TDF_ONE_FILE(path, args, command)                                   \
+  if ((args).positionals().size() != 1) return Usage(command, "takes exactly one argument"); \
+  const std::string path = (args).positionals()[0]
+
+int Validate(const Args& args) {
+  TDF_ONE_FILE(path, args, "validate");
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  if (!graph.ok()) return Fail(graph.status());
+  absl::Status s = tdf::Validate(*graph);
+  if (!s.ok()) return Fail(absl::Status(s.code(), absl::StrCat(path, ": ", s.message())));
+  std::cout << path << ": ok (" << graph->node.size() << " nodes, " << graph->library.functions().size()
+            << " functions)\n";
+  return kOk;
+}
+
+int Transform(const Args& args) {
+  TDF_ONE_FILE(path, args, "transform");
+  const std::string out = args.Get("-o");
+  if (out.empty()) return Usage("transform", "transform needs -o OUT");
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  if (!graph.ok()) return Fail(graph.status());
+  absl::StatusOr<tdf::Graph> transformed = tdf::StaticizeRecursion(*graph);
+  if (!transformed.ok()) return Fail(transformed.status());
+  absl::Status s = tdf::SaveGraph(*transformed, out);
+  if (!s.ok()) return Fail(s);
+  std::cerr << "wrote " << out << " (" << transformed->node.size() << " nodes)\n";
+  return kOk;
+}
+
+int Dot(const Args& args) {
+  TDF_ONE_FILE(path, args, "dot");
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  if (!graph.ok()) return Fail(graph.status());
+  if (args.Has("--static")) {
+    graph = tdf::StaticizeRecursion(*graph);
+    if (!graph.ok()) return Fail(graph.status());
+  }
+  const std::string dot = tdf::GraphToDot(*graph);
+  const std::string out = args.Get("-o");
+  if (out.empty()) {
+    std::cout << dot;
+    return kOk;
+  }
+  absl::Status s = WriteFile(out, dot);
+  return s.ok() ? kOk : Fail(s);
+}
+
+// "30" for a Placeholder of dtype int64 -> Tensor::Scalar<int64_t>(30);
+// "1,2,3" -> a vector.
+absl::StatusOr<tdf::Tensor> ParseFeedValue(const std::string& name, const std::string& text, tdf::DType dtype) {
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  const bool vector = parts.size() > 1;
+  absl::Status error = absl::InvalidArgumentError(
+      absl::StrCat("--feed ", name, "=", text, ": not a ", tdf::DTypeName(dtype), vector ? " vector" : ""));
+  absl::StatusOr<tdf::Tensor> result = absl::InvalidArgumentError(
+      absl::StrCat("--feed ", name, ": placeholder dtype ", tdf::DTypeName(dtype), " is not supported"));
+  tdf::DispatchDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> values;
+    for (const std::string& p : parts) {
+      absl::string_view s = absl::StripAsciiWhitespace(p);
+      bool ok = false;
+      T v{};
+      if constexpr (std::is_same_v<T, bool>) {
+        ok = absl::SimpleAtob(s, &v);
+      } else if constexpr (std::is_same_v<T, float>) {
+        ok = absl::SimpleAtof(s, &v);
+      } else if constexpr (std::is_same_v<T, double>) {
+        ok = absl::SimpleAtod(s, &v);
+      } else {
+        ok = absl::SimpleAtoi(s, &v);
+      }
+      if (!ok) {
+        result = error;
+        return;
+      }
+      values.push_back(v);
+    }
+    if (vector) {
+      result = tdf::Tensor::FromVector<T>(values, tdf::Shape({static_cast<int64_t>(values.size())}));
+    } else {
+      result = tdf::Tensor::Scalar<T>(values[0]);
+    }
+  });
+  return result;
+}
+
+std::string FormatTensor(const tdf::Tensor& t) {
+  if (!t.valid()) return "<dead or empty>";
+  if (t.is_scalar() && t.device().is_cpu()) {
+    std::string out;
+    tdf::DispatchDType(t.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T v = t.scalar<T>();
+      if constexpr (std::is_same_v<T, bool>) {
+        out = v ? "true" : "false";
+      } else {
+        out = absl::StrCat(v);
+      }
+    });
+    return absl::StrCat(out, "  (", tdf::DTypeName(t.dtype()), ")");
+  }
+  return t.DebugString();
+}
+
+void PrintStats(const tdf::RunStats& stats) {
+  std::cout << "stats:\n"
+            << "  elapsed          " << absl::FormatDuration(stats.elapsed) << "\n"
+            << "  workers          " << stats.num_workers << "\n"
+            << "  firings          " << stats.firings << " (" << stats.live_firings << " live, " << stats.dead_firings
+            << " dead)\n"
+            << "  frames created   " << stats.frames_created << "\n"
+            << "  peak live frames " << stats.peak_live_frames << "\n"
+            << "  live after run   " << stats.live_frames_after_run << "\n"
+            << "  max tag depth    " << stats.max_tag_depth << "\n";
+  if (stats.instantiations > 0) std::cout << "  instantiations   " << stats.instantiations << "\n";
+  if (!stats.firings_by_op.empty()) {
+    std::cout << "  firings by op (live/dead):\n";
+    for (const auto& [op, counts] : stats.firings_by_op) {
+      std::cout << "    " << op << std::string(op.size() < 16 ? 16 - op.size() : 1, ' ') << counts.first << " / "
+                << counts.second << "\n";
+    }
+  }
+}
+
+int Run(const Args& args) {
+  TDF_ONE_FILE(path, args, "run");
+  const std::vector<std::string> fetches = args.All("--fetch");
+  if (fetches.empty()) return Usage("run", "run needs at least one --fetch NAME");
+  tdf::SessionOptions options;
+  const std::string workers = args.Get("--workers", "1");
+  if (!absl::SimpleAtoi(workers, &options.num_workers) || options.num_workers < 1)
+    return Usage("run", absl::StrCat("--workers ", workers, ": not a positive integer"));
+  const std::string mode = args.Get("--mode", "static");
+  if (mode == "static") {
+    options.mode = tdf::ExecutionMode::kStatic;
+  } else if (mode == "dynamic") {
+    options.mode = tdf::ExecutionMode::kDynamic;
+  } else {
+    return Usage("run", absl::StrCat("--mode ", mode, ": expected static or dynamic"));
+  }
+  options.trace_path = args.Get("--trace");
+
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  if (!graph.ok()) return Fail(graph.status());
+
+  std::vector<std::pair<std::string, tdf::Tensor>> feeds;
+  for (const std::string& feed : args.All("--feed")) {
+    const size_t eq = feed.find('=');
+    if (eq == std::string::npos || eq == 0) return Usage("run", absl::StrCat("--feed ", feed, ": expected NAME=VALUE"));
+    const std::string name = feed.substr(0, eq);
+    const tdf::NodeDef* node = graph->FindNode(name);
+    if (node == nullptr || node->op != "Placeholder")
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--feed ", name, ": the graph has no Placeholder '", name, "'")));
+    absl::StatusOr<tdf::DType> dtype = node->GetType("dtype");
+    if (!dtype.ok()) return Fail(dtype.status());
+    absl::StatusOr<tdf::Tensor> value = ParseFeedValue(name, feed.substr(eq + 1), *dtype);
+    if (!value.ok()) return Fail(value.status());
+    feeds.emplace_back(name, *std::move(value));
+  }
+
+  absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(*graph, options);
+  if (!session.ok()) return Fail(session.status());
+  tdf::RunStats stats;
+  absl::StatusOr<std::vector<tdf::Tensor>> outputs = (*session)->Run(feeds, fetches, {}, &stats);
+  if (!outputs.ok()) return Fail(outputs.status());
+  for (size_t i = 0; i < fetches.size() && i < outputs->size(); ++i)
+    std::cout << fetches[i] << " = " << FormatTensor((*outputs)[i]) << "\n";
+  if (args.Has("--stats")) PrintStats(stats);
+  if (!options.trace_path.empty()) std::cerr << "trace written to " << options.trace_path << "\n";
+  return kOk;
+}
+
+int Reference(const Args& args) {
+  static const std::map<std::string, std::function<tdf::Graph()>>* const kPrograms =
+      new std::map<std::string, std::function<tdf::Graph()>>{
+          {"fib", tdf::reference::Fib},
+          {"ack", tdf::reference::Ack},
+          {"tak", tdf::reference::Tak},
+          {"fact", tdf::reference::Fact},
+          {"even_odd", tdf::reference::EvenOdd},
+          {"exp", tdf::reference::Exp},
+          {"primes", tdf::reference::Primes},
+          {"mc91", tdf::reference::McCarthy91},
+          {"sum", tdf::reference::Sum},
+          {"yaghi", tdf::reference::Yaghi},
+          {"while_loop", tdf::reference::WhileLoop},
+          {"call_in_while", tdf::reference::CallInWhile},
+          {"while_in_function", tdf::reference::WhileInFunction},
+      };
+  TDF_ONE_FILE(name, args, "reference");
+  auto it = kPrograms->find(name);
+  if (it == kPrograms->end()) return Usage("reference", absl::StrCat("no reference program '", name, "'"));
+  const std::string out = args.Get("-o");
+  if (out.empty()) {
+    std::cout << tdf::GraphToText(it->second());
+    return kOk;
+  }
+  absl::Status s = tdf::SaveGraph(it->second(), out);
+  return s.ok() ? kOk : Fail(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? kUsageError : kOk;
+  }
+  const std::string command = argv[1];
+  struct Command {
+    std::vector<std::string> value_flags;
+    std::vector<std::string> bool_flags;
+    int (*fn)(const Args&);
+  };
+  static const std::map<std::string, Command>* const kCommands = new std::map<std::string, Command>{
+      {"validate", {{}, {}, Validate}},
+      {"transform", {{"-o"}, {}, Transform}},
+      {"dot", {{"-o"}, {"--static"}, Dot}},
+      {"run", {{"--feed", "--fetch", "--workers", "--mode", "--trace"}, {"--stats"}, Run}},
+      {"reference", {{"-o"}, {}, Reference}},
+  };
+  auto it = kCommands->find(command);
+  if (it == kCommands->end()) {
+    std::cerr << "tdf: unknown command '" << command << "'\n\n" << kUsage;
+    return kUsageError;
+  }
+  Args args(argc, argv, 2);
+  const std::string error = args.Parse(it->second.value_flags, it->second.bool_flags);
+  if (!error.empty()) return Usage(command, error);
+  return it->second.fn(args);
+}
