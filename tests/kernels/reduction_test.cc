@@ -89,6 +89,13 @@ TEST(ReduceKernel, MatchesNaiveLoopsForEveryAxisSet) {
   }
 }
 
+TEST(ReduceKernel, Float32AndInt32) {
+  Tensor x = kernel_test::F32({1, 2, 3, 4}, {2, 2});
+  EXPECT_TRUE(TensorNear(Run1("Mean", {x}, Axes({1})), kernel_test::F32({1.5f, 3.5f}, {2}), 1e-6));
+  EXPECT_TRUE(TensorNear(Run1("Max", {x}, Axes({0})), kernel_test::F32({3, 4}, {2}), 0));
+  EXPECT_TRUE(TensorEq(Run1("Sum", {I32({1, 2, 3, 4}, {2, 2})}, Axes({1})), I32({3, 7}, {2})));
+}
+
 TEST(ReduceKernel, SizeOneDimsAndDuplicateAxes) {
   Tensor x = F64({1, 2, 3, 4}, {2, 1, 2});
   EXPECT_TRUE(TensorEq(Run1("Sum", {x}, Axes({0, 2})), F64({10}, {1})));

@@ -12,6 +12,8 @@
 // (two's complement) rather than invoking undefined behaviour. Float Mod is
 // std::fmod. Integer Pow with a negative exponent is an error unless the base
 // is 1 or -1.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
