@@ -317,6 +317,11 @@ class Compiler {
           } else {
             TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, Device::Type::kCpu));
             exe_->kernels.push_back(std::move(k));
+            n.scalar_op = ScalarOpFor(def.op);
+            if (def.op == "Const") {
+              TDF_ASSIGN_OR_RETURN(n.const_value, def.GetTensor("value"));
+              n.is_const = n.const_value.device().is_cpu();
+            }
           }
           n.kernel = exe_->kernels.back().get();
           break;

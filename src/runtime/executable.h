@@ -13,6 +13,7 @@
 #include "tdf/graph.h"
 #include "tdf/kernel.h"
 #include "tdf/op_registry.h"
+#include "runtime/scalar_ops.h"
 #include "tdf/session.h"
 
 namespace tdf {
@@ -66,6 +67,9 @@ struct ExecNode {
   int32_t pending_init = 0;  // inputs to wait for (excludes loop invariants)
   int32_t op_id = 0;      // dense id of the op name (stats)
   OpKernel* kernel = nullptr;  // not owned
+  ScalarOp scalar_op = ScalarOp::kNone;  // the executor's inline scalar path
+  bool is_const = false;       // Const: the value is emitted without a kernel call
+  Tensor const_value;
   // Edges, ordered so that Return edges of one label are contiguous.
   std::vector<OutEdge> edges;
   // Merge: inputs expected in iteration 0 (or outside loops) and later ones.

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "oneapi/tbb/task_group.h"
 #include "runtime/frame.h"
+#include "runtime/scalar_ops.h"
 #include "runtime/trace.h"
 
 namespace tdf {
@@ -224,8 +225,11 @@ class Worker {
 
  private:
   void Fire(Frame* f, const ExecNode& n);
-  bool Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok);
-  bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok);
+  bool Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
+    return DeliverValue(t, dst, slot, tok.value, tok.dead);
+  }
+  bool DeliverValue(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
+  bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -251,9 +255,15 @@ class Worker {
     return f->instance->edges.data() + f->instance->edge_begin[n.index + 1];
   }
 
+  static constexpr int32_t kInlineOutputs = 4;
   RunState* run_;
   const ExecutableGraph* exe_;
   std::vector<ReadyItem> stack_;
+  // Scratch reused across firings (no per-firing construction).
+  Token out_[kInlineOutputs];
+  std::vector<Token> many_out_;
+  std::vector<const Tensor*> in_ptrs_;
+  std::vector<Tensor> kernel_out_;
   std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
   int worker_id_ = 0;
   int since_check_ = 0;
@@ -429,11 +439,13 @@ void Worker::LoopDone(LoopState* loop, std::vector<Frame*>* release) {
   if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
 }
 
-bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
+bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
   std::atomic<int32_t>& state = t->pending()[dst.index];
-  if (!tok.dead) {
+  if (!dead) {
     const int32_t input = slot - dst.slot_base;
-    t->slots()[slot] = std::move(tok);
+    Token& s = t->slots()[slot];
+    s.value = value;
+    s.dead = false;
     int32_t cur = state.load(std::memory_order_relaxed);
     while (!(cur & kMergeFired)) {
       if (state.compare_exchange_weak(cur, cur | kMergeFired | (input << 16), std::memory_order_acq_rel))
@@ -447,23 +459,23 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, Token&& t
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
 
-inline bool Worker::Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
-  if (dst.kind == NodeKind::kMerge) return DeliverMerge(t, dst, slot, std::move(tok));
-  t->slots()[slot] = std::move(tok);
+inline bool Worker::DeliverValue(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
+  if (dst.kind == NodeKind::kMerge) return DeliverMerge(t, dst, slot, value, dead);
+  Token& s = t->slots()[slot];
+  s.value = value;
+  s.dead = dead;
   if (dst.pending_init <= 1) return true;
   return t->pending()[dst.index].fetch_sub(1, std::memory_order_acq_rel) == 1;
 }
 
 int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead) {
   int ready = 0;
+  static const Tensor kNoValue;
   for (const OutEdge* e = begin; e != end; ++e) {
-    Token tok;
-    if (e->src_port < 0) {
-      tok.dead = dead;
-    } else {
-      tok = outs[e->src_port];
-    }
-    if (Deliver(t, exe_->nodes[e->dst], e->dst_slot, std::move(tok))) {
+    const bool control = e->src_port < 0;
+    const Tensor& value = control ? kNoValue : outs[e->src_port].value;
+    const bool edge_dead = control ? dead : outs[e->src_port].dead;
+    if (DeliverValue(t, exe_->nodes[e->dst], e->dst_slot, value, edge_dead)) {
       Push(t, e->dst);
       ++ready;
     }
@@ -650,7 +662,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
     for (const OutEdge* e = begin; e != end; ++e) {
       if (e->kind != EdgeKind::kCall) continue;
-      if (Deliver(child, exe_->nodes[e->dst], e->dst_slot, Token(outs[0]))) {
+      if (DeliverValue(child, exe_->nodes[e->dst], e->dst_slot, outs[0].value, false)) {
         Push(child, e->dst);
         ++child_ready;
       }
@@ -763,92 +775,93 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
 
 void Worker::Fire(Frame* f, const ExecNode& n) {
   Token* slots = f->slots() + n.slot_base;
-  bool dead = false;
-  Token outs[2];
-  std::vector<Token> many_outs;
-  Token* out = outs;
-  if (n.num_outputs > 2) {
-    many_outs.resize(n.num_outputs);
-    out = many_outs.data();
+  Token* out = out_;
+  if (n.num_outputs > kInlineOutputs) {
+    many_out_.resize(n.num_outputs);
+    out = many_out_.data();
   }
+  const int32_t num_out_tokens = n.num_outputs > 0 ? n.num_outputs : 1;
+  for (int32_t i = 0; i < num_out_tokens; ++i) out[i].dead = false;
+  bool dead = false;
   const bool has_invariants = f->loop != nullptr && !n.invariant_input.empty();
   if (n.kind == NodeKind::kMerge) {
     const int32_t state = f->pending()[n.index].load(std::memory_order_acquire);
     if (state & kMergeFired) {
       const int32_t input = (state >> 16) & 0x3FFF;
-      out[0] = std::move(slots[input]);
+      out[0].value = std::move(slots[input].value);
       out[1].value = Tensor::Scalar<int32_t>(input);
     } else {
       dead = true;
     }
   } else if (n.kind == NodeKind::kReturn) {
     dead = slots[0].dead;
+  } else if (!has_invariants) {
+    for (int32_t i = 0; i < n.num_inputs; ++i) dead |= slots[i].dead;
   } else {
-    for (int32_t i = 0; i < n.num_inputs; ++i) {
-      if (has_invariants && n.invariant_input[i] >= 0) {
-        dead |= f->loop->invariants[n.invariant_input[i]].dead;
-      } else {
-        dead |= slots[i].dead;
-      }
-    }
+    for (int32_t i = 0; i < n.num_inputs; ++i)
+      dead |= n.invariant_input[i] >= 0 ? f->loop->invariants[n.invariant_input[i]].dead : slots[i].dead;
   }
   std::chrono::steady_clock::time_point t0;
   if (run_->tracing) t0 = std::chrono::steady_clock::now();
 
   switch (n.kind) {
     case NodeKind::kKernel: {
-      if (!dead) {
-        const Tensor* ins[8];
-        std::vector<const Tensor*> many_ins;
-        const Tensor** in = ins;
-        if (n.num_data_inputs > 8) {
-          many_ins.resize(n.num_data_inputs);
-          in = many_ins.data();
-        }
-        for (int32_t i = 0; i < n.num_data_inputs; ++i) {
-          in[i] = (has_invariants && n.invariant_input[i] >= 0) ? &f->loop->invariants[n.invariant_input[i]].value
-                                                               : &slots[i].value;
-        }
-        Tensor* tout = reinterpret_cast<Tensor*>(0);
-        Tensor tensors_small[2];
-        std::vector<Tensor> tensors_many;
-        tout = tensors_small;
-        if (n.num_outputs > 2) {
-          tensors_many.resize(n.num_outputs);
-          tout = tensors_many.data();
-        }
-        KernelContext ctx(in, n.num_data_inputs, tout, n.num_outputs, Device::Cpu());
-        ctx.set_session_state(run_->variables);
-        absl::Status s = n.kernel->Compute(ctx);
-        if (!s.ok()) {
-          run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
-          return;
-        }
-        for (int32_t i = 0; i < n.num_outputs; ++i) out[i].value = std::move(tout[i]);
+      if (dead) break;
+      if (n.is_const) {
+        out[0].value = n.const_value;
+        break;
       }
+      const Tensor* in0 = nullptr;
+      const Tensor* in1 = nullptr;
+      if (n.num_data_inputs > 0) {
+        in0 = (has_invariants && n.invariant_input[0] >= 0) ? &f->loop->invariants[n.invariant_input[0]].value
+                                                            : &slots[0].value;
+      }
+      if (n.num_data_inputs > 1) {
+        in1 = (has_invariants && n.invariant_input[1] >= 0) ? &f->loop->invariants[n.invariant_input[1]].value
+                                                            : &slots[1].value;
+      }
+      if (n.scalar_op != ScalarOp::kNone && n.num_data_inputs <= 2 && in0 != nullptr &&
+          ComputeScalar(n.scalar_op, *in0, in1, &out[0].value)) {
+        break;
+      }
+      in_ptrs_.resize(n.num_data_inputs);
+      for (int32_t i = 0; i < n.num_data_inputs; ++i) {
+        in_ptrs_[i] = (has_invariants && n.invariant_input[i] >= 0)
+                          ? &f->loop->invariants[n.invariant_input[i]].value
+                          : &slots[i].value;
+      }
+      kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
+      KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Device::Cpu());
+      ctx.set_session_state(run_->variables);
+      absl::Status s = n.kernel->Compute(ctx);
+      if (!s.ok()) {
+        run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
+        for (int32_t i = 0; i < n.num_outputs; ++i) kernel_out_[i] = Tensor();
+        return;
+      }
+      for (int32_t i = 0; i < n.num_outputs; ++i) out[i].value = std::move(kernel_out_[i]);
       break;
     }
     case NodeKind::kPlaceholder:
       out[0].value = run_->feeds[n.io_index];
       break;
     case NodeKind::kSwitch: {
-      if (!dead) {
-        const Tensor& p = slots[1].value;
-        bool pred;
-        if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
-          pred = p.scalar<bool>();
-        } else {
-          absl::StatusOr<bool> v = p.ScalarValue<bool>();
-          if (!v.ok()) {
-            run_->Fail(absl::InvalidArgumentError(
-                absl::StrCat(NodeAtTag(n, f), ": predicate: ", v.status().message())));
-            return;
-          }
-          pred = *v;
+      if (dead) break;
+      const Tensor& p = slots[1].value;
+      bool pred;
+      if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
+        pred = p.scalar<bool>();
+      } else {
+        absl::StatusOr<bool> v = p.ScalarValue<bool>();
+        if (!v.ok()) {
+          run_->Fail(absl::InvalidArgumentError(absl::StrCat(NodeAtTag(n, f), ": predicate: ", v.status().message())));
+          return;
         }
-        out[pred ? 1 : 0] = std::move(slots[0]);
-        out[pred ? 0 : 1].dead = true;
+        pred = *v;
       }
+      out[pred ? 1 : 0].value = std::move(slots[0].value);
+      out[pred ? 0 : 1].dead = true;
       break;
     }
     case NodeKind::kEnter:
@@ -857,16 +870,16 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     case NodeKind::kCall:
     case NodeKind::kReturn:
     case NodeKind::kRetval:
-      if (n.num_data_inputs > 0) out[0] = std::move(slots[0]);
+      if (n.num_data_inputs > 0) out[0].value = std::move(slots[0].value);
       break;
     case NodeKind::kArg:
-      out[0] = f->args()[n.io_index];
+      out[0].value = f->args()[n.io_index].value;
       break;
     default:
       break;
   }
   if (dead) {
-    for (int32_t i = 0; i < std::max<int32_t>(n.num_outputs, 1); ++i) out[i].dead = true;
+    for (int32_t i = 0; i < num_out_tokens; ++i) out[i].dead = true;
   }
   // Inputs are consumed: release tensor buffers now, not at frame exit.
   for (int32_t i = 0; i < n.num_inputs; ++i) {
@@ -929,6 +942,9 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     default:
       PropagateLocal(f, n, out, dead);
       break;
+  }
+  for (int32_t i = 0; i < num_out_tokens; ++i) {
+    if (!out[i].value.is_inline_scalar()) out[i].value = Tensor();
   }
 }
 

@@ -1,0 +1,108 @@
+// The executor's scalar fast path: elementwise ops on inline CPU scalars run
+// here, inline in the firing loop, without a kernel call, a KernelContext or
+// a Status (scalar programs such as fib fire tens of millions of them). Any
+// case it does not cover (tensors, mixed dtypes, integer division by zero)
+// falls back to the op's kernel, which reports errors.
+#ifndef TDF_SRC_RUNTIME_SCALAR_OPS_H_
+#define TDF_SRC_RUNTIME_SCALAR_OPS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tdf/tensor.h"
+
+namespace tdf {
+namespace runtime {
+
+enum class ScalarOp : uint8_t {
+  kNone,
+  kIdentity,
+  kAdd, kSub, kMul, kDiv, kMod, kMaximum, kMinimum,
+  kNeg,
+  kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual,
+  kLogicalAnd, kLogicalOr, kLogicalNot,
+};
+
+ScalarOp ScalarOpFor(const std::string& op);
+
+namespace internal {
+
+template <typename T>
+inline bool Binary(ScalarOp op, T a, T b, Tensor* out) {
+  switch (op) {
+    case ScalarOp::kAdd: *out = Tensor::Scalar<T>(static_cast<T>(a + b)); return true;
+    case ScalarOp::kSub: *out = Tensor::Scalar<T>(static_cast<T>(a - b)); return true;
+    case ScalarOp::kMul: *out = Tensor::Scalar<T>(static_cast<T>(a * b)); return true;
+    case ScalarOp::kDiv:
+      if constexpr (std::is_integral_v<T>) {
+        if (b == 0) return false;  // the kernel reports the error
+      }
+      *out = Tensor::Scalar<T>(static_cast<T>(a / b));
+      return true;
+    case ScalarOp::kMod:
+      if constexpr (std::is_integral_v<T>) {
+        if (b == 0) return false;
+        *out = Tensor::Scalar<T>(static_cast<T>(a % b));
+        return true;
+      } else {
+        return false;
+      }
+    case ScalarOp::kMaximum: *out = Tensor::Scalar<T>(a > b ? a : b); return !std::is_floating_point_v<T>;
+    case ScalarOp::kMinimum: *out = Tensor::Scalar<T>(a < b ? a : b); return !std::is_floating_point_v<T>;
+    case ScalarOp::kLess: *out = Tensor::Scalar<bool>(a < b); return true;
+    case ScalarOp::kLessEqual: *out = Tensor::Scalar<bool>(a <= b); return true;
+    case ScalarOp::kGreater: *out = Tensor::Scalar<bool>(a > b); return true;
+    case ScalarOp::kGreaterEqual: *out = Tensor::Scalar<bool>(a >= b); return true;
+    case ScalarOp::kEqual: *out = Tensor::Scalar<bool>(a == b); return true;
+    case ScalarOp::kNotEqual: *out = Tensor::Scalar<bool>(a != b); return true;
+    default: return false;
+  }
+}
+
+}  // namespace internal
+
+// Computes `op` on inline scalars; false when the fast path does not apply.
+inline bool ComputeScalar(ScalarOp op, const Tensor& a, const Tensor* b, Tensor* out) {
+  if (!a.is_inline_scalar()) return false;
+  if (op == ScalarOp::kIdentity) {
+    *out = a;
+    return true;
+  }
+  const DType t = a.dtype();
+  if (b == nullptr) {
+    switch (op) {
+      case ScalarOp::kNeg:
+        if (t == DType::kInt64) { *out = Tensor::Scalar<int64_t>(-a.scalar<int64_t>()); return true; }
+        if (t == DType::kFloat64) { *out = Tensor::Scalar<double>(-a.scalar<double>()); return true; }
+        if (t == DType::kInt32) { *out = Tensor::Scalar<int32_t>(-a.scalar<int32_t>()); return true; }
+        if (t == DType::kFloat32) { *out = Tensor::Scalar<float>(-a.scalar<float>()); return true; }
+        return false;
+      case ScalarOp::kLogicalNot:
+        if (t != DType::kBool) return false;
+        *out = Tensor::Scalar<bool>(!a.scalar<bool>());
+        return true;
+      default:
+        return false;
+    }
+  }
+  if (!b->is_inline_scalar() || b->dtype() != t) return false;
+  switch (t) {
+    case DType::kInt64: return internal::Binary<int64_t>(op, a.scalar<int64_t>(), b->scalar<int64_t>(), out);
+    case DType::kFloat64: return internal::Binary<double>(op, a.scalar<double>(), b->scalar<double>(), out);
+    case DType::kInt32: return internal::Binary<int32_t>(op, a.scalar<int32_t>(), b->scalar<int32_t>(), out);
+    case DType::kFloat32: return internal::Binary<float>(op, a.scalar<float>(), b->scalar<float>(), out);
+    case DType::kBool:
+      if (op == ScalarOp::kLogicalAnd) { *out = Tensor::Scalar<bool>(a.scalar<bool>() && b->scalar<bool>()); return true; }
+      if (op == ScalarOp::kLogicalOr) { *out = Tensor::Scalar<bool>(a.scalar<bool>() || b->scalar<bool>()); return true; }
+      if (op == ScalarOp::kEqual) { *out = Tensor::Scalar<bool>(a.scalar<bool>() == b->scalar<bool>()); return true; }
+      if (op == ScalarOp::kNotEqual) { *out = Tensor::Scalar<bool>(a.scalar<bool>() != b->scalar<bool>()); return true; }
+      return false;
+    default:
+      return false;
+  }
+}
+
+}  // namespace runtime
+}  // namespace tdf
+
+#endif  // TDF_SRC_RUNTIME_SCALAR_OPS_H_
