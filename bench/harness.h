@@ -53,6 +53,8 @@ struct Measurement {
   int64_t firings = -1;
   int64_t peak_live_frames = -1;
   int64_t frames_created = -1;
+  double build_s = kNaN;    // building the reference program's Graph
+  double compile_s = kNaN;  // Session::Create
   // Peak RSS of a fresh process running this variant once (VmHWM), and that
   // process's VmHWM before it built anything.
   double rss_mb = kNaN;

@@ -208,6 +208,9 @@ CachedProgram& ProgramFor(const Bench& b, const Case& c) {
         TdfProgram::Create(c.family, c.args, b.variant.kind == Kind::kDynamic, b.variant.workers);
     if (p.ok()) {
       cache->program = *std::move(p);
+      Measurement& m = MeasurementOf(b);
+      m.build_s = cache->program->build_seconds();
+      m.compile_s = cache->program->compile_seconds();
     } else {
       cache->error = absl::StrCat("creating the session: ", p.status().ToString());
     }
@@ -259,7 +262,7 @@ void BenchmarkBody(benchmark::State& state, int index) {
     benchmark::DoNotOptimize(value);
     if (ran && value != expected) {
       error = absl::StrCat("WRONG ANSWER: ", c.label, " ", b.variant.Description(), " returned ", value,
-                           ", native says ", expected);
+                           ", expected ", expected, " (native oracle)");
       ++g_state->wrong_answers;
     }
     if (!error.empty()) {
@@ -499,6 +502,7 @@ int RealMain(int argc, char** argv) {
   bool files_ok = WriteCsv(state.results, options);
   files_ok = WritePlot(state.results, options) && files_ok;
 
+  std::fflush(stdout);
   if (state.wrong_answers > 0 || state.failures > 0) {
     std::fprintf(stderr, "\ntdf_bench: FAILED: %d wrong answer(s), %d failed benchmark(s) (see *** lines above)\n",
                  state.wrong_answers, state.failures);

@@ -116,6 +116,10 @@ std::vector<Column> Columns(const ReportOptions& o) {
   cols.push_back({"frames", false, [](const CaseResult& r) {
                     return Count(static_cast<double>(PeakFrames(r, "static/1w")));
                   }});
+  cols.push_back({"compile", false, [](const CaseResult& r) {
+                    const Measurement* m = r.Find("static/1w");
+                    return m == nullptr ? std::string("-") : Seconds(m->compile_s);
+                  }});
   cols.push_back({"RSS st", false, [](const CaseResult& r) { return Mb(Rss(r, "static/1w")); }});
   cols.push_back({"RSS dyn", false, [](const CaseResult& r) { return Mb(Rss(r, "dynamic/1w")); }});
   cols.push_back({"native", false, [](const CaseResult& r) { return TimeCell(r, "native"); }});
@@ -184,17 +188,24 @@ void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& o) 
     }
   }
   std::string multi;
-  for (size_t i = 1; i < o.workers.size(); ++i) absl::StrAppend(&multi, i > 1 ? ", " : "", "st/dyn ", o.workers[i], "w");
+  for (size_t i = 1; i < o.workers.size(); ++i) absl::StrAppend(&multi, i > 1 ? ", " : "", "st ", o.workers[i], "w, dyn ", o.workers[i], "w");
   std::printf(
-      "\nTimes are wall-clock seconds per run (Google Benchmark, mean over its iterations), one variant after the\n"
-      "other in this process; every answer was checked against the native oracle. static/dynamic: tdf at 1 worker.\n"
+      "\nTimes: wall-clock per run (Google Benchmark, mean over its iterations), variants run one after the other\n"
+      "in this process; every answer was checked against the native oracle. static/dynamic: tdf at 1 worker.\n"
       "st/dyn: dynamic time / static time (>1: static faster). %s: 1-worker time / that worker count's time.\n"
-      "ns/call: static 1w time / calls (loop iterations for while, ops for chain); ns/fire: static 1w time / RunStats\n"
-      "firings; frames: RunStats peak_live_frames (static 1w). RSS (MB): peak RSS (VmHWM) of a fresh child process\n"
-      "that ran the variant once at 1 worker, graph building included; such a process starts at %s MB.\n"
+      "ns/call: static 1w time / calls (loop iterations for while, ops for chain). ns/fire: static 1w time /\n"
+      "RunStats.firings. frames: RunStats.peak_live_frames (static 1w). compile: Session::Create (static 1w; not\n"
+      "in the times). RSS (MB): %s\n"
       "paper st/dyn: seeds/002 table 1 (TensorFlow-based, their machine); vs p.*: paper time / our time.\n"
       "Machine: %u hardware threads.\n",
-      multi.empty() ? "Nw" : multi.c_str(), Mb(baseline).c_str(), std::thread::hardware_concurrency());
+      multi.empty() ? "Nw" : multi.c_str(),
+      std::isnan(baseline)
+          ? "not measured (--no-rss)."
+          : absl::StrCat("peak RSS (VmHWM) of a fresh child process that ran the variant once at 1 worker,\n"
+                         "graph building included; such a process starts at ",
+                         Mb(baseline), " MB.")
+                .c_str(),
+      std::thread::hardware_concurrency());
   if (!o.tdf_available) std::printf("tdf cases NOT run: %s\n", o.tdf_unavailable_reason.c_str());
 }
 
@@ -216,6 +227,8 @@ bool WriteCsv(const std::vector<CaseResult>& results, const ReportOptions& o) {
       header.push_back(k + "_firings");
       header.push_back(k + "_peak_live_frames");
       header.push_back(k + "_frames_created");
+      header.push_back(k + "_build_s");
+      header.push_back(k + "_compile_s");
     }
     header.push_back(k + "_rss_mb");
     header.push_back(k + "_status");
@@ -236,6 +249,8 @@ bool WriteCsv(const std::vector<CaseResult>& results, const ReportOptions& o) {
         row.push_back(have ? absl::StrCat(m->firings) : "");
         row.push_back(have ? absl::StrCat(m->peak_live_frames) : "");
         row.push_back(have ? absl::StrCat(m->frames_created) : "");
+        row.push_back(m != nullptr ? Csv(m->build_s) : "");
+        row.push_back(m != nullptr ? Csv(m->compile_s) : "");
       }
       row.push_back(Csv(Rss(r, k)));
       row.push_back(m == nullptr || !m->ran ? "not_run" : m->ok ? "ok" : "FAILED");

@@ -40,6 +40,16 @@ class TdfProgram {
 
   // One Session::Run with the case's arguments as feeds.
   virtual absl::StatusOr<TdfRunResult> Run(const std::vector<int64_t>& args) = 0;
+
+  // Seconds spent building the reference program's Graph (the last built
+  // graph is reused by the next Create of the same case, which then reports
+  // the first build's time) and in Session::Create.
+  double build_seconds() const { return build_seconds_; }
+  double compile_seconds() const { return compile_seconds_; }
+
+ protected:
+  double build_seconds_ = 0;
+  double compile_seconds_ = 0;
 };
 
 }  // namespace tdf_bench
