@@ -16,6 +16,7 @@
 #include <regex.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -426,6 +428,8 @@ int RealMain(int argc, char** argv) {
   state.tdf_available = TdfProgram::Available(&state.tdf_why);
   // Before any other TBB use, so the arena's worker threads get it.
   std::shared_ptr<void> stack = tbb_baseline::ConfigureThreadStack(kStackBytes);
+  std::shared_ptr<void> parallelism = tbb_baseline::AllowParallelism(
+      std::max<int>(flags.workers, static_cast<int>(std::thread::hardware_concurrency())));
 
   // POSIX regex: std::regex reports a bad pattern only by throwing.
   regex_t filter;

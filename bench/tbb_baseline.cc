@@ -77,6 +77,11 @@ std::shared_ptr<void> ConfigureThreadStack(size_t bytes) {
   return std::make_shared<tbb::global_control>(tbb::global_control::thread_stack_size, bytes);
 }
 
+std::shared_ptr<void> AllowParallelism(int threads) {
+  return std::make_shared<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                               static_cast<size_t>(threads));
+}
+
 int64_t RunInArena(int threads, const std::function<int64_t()>& fn) {
   static std::mutex mu;
   static std::map<int, std::unique_ptr<tbb::task_arena>>* arenas =

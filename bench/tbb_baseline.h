@@ -22,6 +22,11 @@ namespace tbb_baseline {
 // before any other TBB use, and keep the returned object alive.
 std::shared_ptr<void> ConfigureThreadStack(size_t bytes);
 
+// Lets arenas have `threads` threads even beyond the hardware's count (TBB
+// caps workers at hardware_concurrency - 1 otherwise, so --workers=N on a
+// small machine would silently run fewer). Keep the returned object alive.
+std::shared_ptr<void> AllowParallelism(int threads);
+
 // Runs fn inside a task arena of `threads` threads (cached per count).
 int64_t RunInArena(int threads, const std::function<int64_t()>& fn);
 
