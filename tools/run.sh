@@ -20,8 +20,11 @@ if [[ -f bench/CMakeLists.txt ]]; then
   exe=build/release/bench/tdf_bench
   [[ -x "$exe" ]] || exe="$(find build/release -name tdf_bench -type f -perm -u+x | head -n 1)"
   [[ -n "$exe" && -x "$exe" ]] || tdf_die "built target tdf_bench but found no tdf_bench executable under build/release"
-  tdf_log "running $exe --quick $*"
-  exec "$exe" --quick "$@"
+  # The table (CSV) and chart go into the build directory, not the source
+  # tree; a later --csv/--plot in "$@" overrides these.
+  out=build/release
+  tdf_log "running $exe --quick $* (CSV and chart in $out/)"
+  exec "$exe" --quick --csv="$out/tdf_bench.csv" --plot="$out/tdf_bench.png" "$@"
 fi
 
 if [[ -f examples/CMakeLists.txt ]] && grep -q fib_example examples/CMakeLists.txt; then
