@@ -192,6 +192,17 @@ void ProgressDone(const Measurement& m) {
 
 // ---- running one variant ---------------------------------------------------
 
+// Error messages can carry a whole tag (a recursion-limit error lists ~10^6
+// labels): keep the start, say how much was cut.
+std::string Truncate(std::string message) {
+  constexpr size_t kMax = 600;
+  if (message.size() <= kMax) return message;
+  size_t cut = message.size() - kMax;
+  message.resize(kMax);
+  absl::StrAppend(&message, "... [", cut, " more characters]");
+  return message;
+}
+
 // The tdf program of the benchmark that ran last, kept so Google Benchmark's
 // repeated calls of a benchmark function compile it once.
 struct CachedProgram {
@@ -214,7 +225,7 @@ CachedProgram& ProgramFor(const Bench& b, const Case& c) {
       m.build_s = cache->program->build_seconds();
       m.compile_s = cache->program->compile_seconds();
     } else {
-      cache->error = absl::StrCat("creating the session: ", p.status().ToString());
+      cache->error = Truncate(absl::StrCat("creating the session: ", p.status().ToString()));
     }
   }
   return *cache;
@@ -238,7 +249,7 @@ bool RunOnce(const Bench& b, const Case& c, int64_t* value, TdfRunResult* stats,
       }
       absl::StatusOr<TdfRunResult> r = p.program->Run(c.args);
       if (!r.ok()) {
-        *error = absl::StrCat("Session::Run: ", r.status().ToString());
+        *error = Truncate(absl::StrCat("Session::Run: ", r.status().ToString()));
         return false;
       }
       *stats = *r;
@@ -277,7 +288,7 @@ void BenchmarkBody(benchmark::State& state, int index) {
     }
     if (stats.firings >= 0 && (b.variant.kind == Kind::kStatic || b.variant.kind == Kind::kDynamic)) {
       m.firings = stats.firings;
-      m.peak_live_frames = stats.peak_live_frames;
+      m.peak_live_frames = std::max(m.peak_live_frames, stats.peak_live_frames);  // varies with workers
       m.frames_created = stats.frames_created;
     }
   }
