@@ -262,16 +262,34 @@ void RegisterControlFlowOps(OpRegistry& r) {
                const FunctionDef* f = ctx.library ? ctx.library->Find(*fname) : nullptr;
                if (f == nullptr) return absl::NotFoundError(absl::StrCat("calls undefined function '", *fname, "'"));
                const auto& sig = f->signature;
-               if (sig.inputs.size() != ctx.input_types.size())
+               // A split call site (autodiff's paired calls; see
+               // staticize_recursion.cc): this Invoke supplies only the
+               // arguments `partial_args` and yields only `partial_results`.
+               std::vector<int64_t> args, results;
+               for (size_t i = 0; i < sig.inputs.size(); ++i) args.push_back(static_cast<int64_t>(i));
+               for (size_t i = 0; i < sig.outputs.size(); ++i) results.push_back(static_cast<int64_t>(i));
+               if (const AttrValue* a = ctx.node.FindAttr("partial_args"); a && a->get_if<std::vector<int64_t>>())
+                 args = *a->get_if<std::vector<int64_t>>();
+               if (const AttrValue* a = ctx.node.FindAttr("partial_results");
+                   a && a->get_if<std::vector<int64_t>>())
+                 results = *a->get_if<std::vector<int64_t>>();
+               if (args.size() != ctx.input_types.size())
                  return Err(absl::StrCat("calls '", *fname, "' with ", ctx.input_types.size(),
-                                         " arguments; it takes ", sig.inputs.size()));
-               for (size_t i = 0; i < sig.inputs.size(); ++i) {
-                 if (ctx.input_types[i] != DType::kInvalid && ctx.input_types[i] != sig.inputs[i].type)
+                                         " arguments; it takes ", args.size()));
+               for (size_t k = 0; k < args.size(); ++k) {
+                 const int64_t i = args[k];
+                 if (i < 0 || i >= static_cast<int64_t>(sig.inputs.size()))
+                   return Err(absl::StrCat("partial_args index ", i, " is out of range"));
+                 if (ctx.input_types[k] != DType::kInvalid && ctx.input_types[k] != sig.inputs[i].type)
                    return Err(absl::StrCat("argument ", i, " of '", *fname, "' must be ", DTypeName(sig.inputs[i].type),
-                                           ", got ", DTypeName(ctx.input_types[i])));
+                                           ", got ", DTypeName(ctx.input_types[k])));
                }
                Types out;
-               for (const ArgDef& a : sig.outputs) out.push_back(a.type);
+               for (int64_t r : results) {
+                 if (r < 0 || r >= static_cast<int64_t>(sig.outputs.size()))
+                   return Err(absl::StrCat("partial_results index ", r, " is out of range"));
+                 out.push_back(sig.outputs[r].type);
+               }
                return out;
              })
              .Doc("Calls `function` with its inputs; outputs its results. Transformed away by "

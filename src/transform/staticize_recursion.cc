@@ -9,8 +9,10 @@
 // call sites, emit the rewritten nodes. Numbering before emitting lets an Arg's
 // Merge list every site of its function, including sites in bodies emitted
 // later.
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,7 +40,39 @@ struct Site {
   std::string name;  // the Invoke's name in the output ("f/S" in a body)
   const FunctionDef* callee = nullptr;
   int64_t index = 0;
+  // The arguments this Invoke supplies and the results it receives: all of
+  // them, unless the Invoke is one part of a split site (see SplitIndices).
+  std::vector<int> args;
+  std::vector<int> results;
 };
+
+// Split call sites (used by autodiff to pair a call of f_ext with its
+// gradient call, design.md §5): an Invoke may carry
+//   partial_args    list(int)  the callee arguments its data inputs supply
+//   partial_results list(int)  the callee results its outputs are
+//   site_group      string     Invokes of one callee in one scope with the
+//                              same group share ONE call site (one label).
+// Each part gets its own Call/Return nodes (and Call -> Return control edges
+// only among its own nodes), so the parts may fire at different times and the
+// invocation's frame lives until the site's last Call has arrived. Without
+// these attrs an Invoke supplies every argument and receives every result.
+absl::StatusOr<std::vector<int>> SplitIndices(const NodeDef& invoke, absl::string_view attr, int n) {
+  std::vector<int> out;
+  if (invoke.FindAttr(attr) == nullptr) {
+    for (int i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  TDF_ASSIGN_OR_RETURN(std::vector<int64_t> list, invoke.GetIntList(attr));
+  std::vector<bool> seen(n, false);
+  for (int64_t i : list) {
+    if (i < 0 || i >= n || seen[i])
+      return NodeError(invoke, absl::StatusCode::kInvalidArgument,
+                       absl::StrCat(attr, ": index ", i, " is out of range or repeated (the callee has ", n, ")"));
+    seen[i] = true;
+    out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
 
 // The nodes of one graph being copied: the main graph or a function body.
 struct Scope {
@@ -63,7 +97,10 @@ absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionL
     return NodeError(invoke, absl::StatusCode::kFailedPrecondition,
                      absl::StrCat("calls function '", fname, "', which is declared but not defined"));
   const int x = invoke.num_data_inputs();
-  if (x != static_cast<int>(f->signature.inputs.size()))
+  const AttrValue* partial = invoke.FindAttr("partial_args");
+  const std::vector<int64_t>* partial_list = partial ? partial->get_if<std::vector<int64_t>>() : nullptr;
+  if (partial_list != nullptr ? x != static_cast<int>(partial_list->size())
+                              : x != static_cast<int>(f->signature.inputs.size()))
     return NodeError(invoke, absl::StatusCode::kInvalidArgument,
                      absl::StrCat("calls '", fname, "' with ", x, " arguments; it takes ",
                                   f->signature.inputs.size()));
@@ -179,9 +216,27 @@ class Staticizer {
       Site site;
       site.name = scope.prefix + node.name;
       site.callee = f;
+      TDF_ASSIGN_OR_RETURN(site.args,
+                           SplitIndices(node, "partial_args", static_cast<int>(f->signature.inputs.size())));
+      TDF_ASSIGN_OR_RETURN(site.results,
+                           SplitIndices(node, "partial_results", static_cast<int>(f->signature.outputs.size())));
       std::vector<std::string>& sites = sites_of_[f->signature.name];
-      site.index = static_cast<int64_t>(sites.size());
-      sites.push_back(site.name);
+      const std::string group = node.GetString("site_group").value_or("");
+      auto grouped = group.empty() ? groups_.end() : groups_.find({scope.prefix, f->signature.name, group});
+      if (grouped != groups_.end()) {
+        // Another part of an existing site: same label, same node-name stem.
+        site.index = grouped->second.first;
+        site.name = grouped->second.second;
+      } else {
+        site.index = static_cast<int64_t>(sites.size());
+        sites.push_back(site.name);
+        if (!group.empty()) groups_[{scope.prefix, f->signature.name, group}] = {site.index, site.name};
+      }
+      for (int j : site.args) {
+        if (!supplied_[site.name].insert(j).second)
+          return NodeError(node, absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("argument ", j, " of site group '", group, "' is supplied twice"));
+      }
       scope.sites.emplace(node.name, std::move(site));
     }
     return absl::OkStatus();
@@ -201,17 +256,17 @@ class Staticizer {
       return absl::OkStatus();
     }
     const Site& site = scope.sites.at(ref.node);
-    const int y = static_cast<int>(site.callee->signature.outputs.size());
+    const int y = static_cast<int>(site.results.size());
     if (ref.is_control) {
       // "After S" means after every result of S.
-      for (int r = 0; r < y; ++r) out.push_back(absl::StrCat("^", site.name, "/return_", r));
+      for (int r : site.results) out.push_back(absl::StrCat("^", site.name, "/return_", r));
       return absl::OkStatus();
     }
     if (ref.port >= y)
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "': '", site.callee->signature.name, "' has only ", y,
                                     " results"));
-    out.push_back(absl::StrCat(site.name, "/return_", ref.port));
+    out.push_back(absl::StrCat(site.name, "/return_", site.results[ref.port]));
     return absl::OkStatus();
   }
 
@@ -219,7 +274,7 @@ class Staticizer {
     const Site& site = scope.sites.at(invoke.name);
     const FunctionSignature& sig = site.callee->signature;
     const std::string& fname = sig.name;
-    const int x = static_cast<int>(sig.inputs.size());
+    const int x = static_cast<int>(site.args.size());
     std::vector<std::string> data, control;
     for (int k = 0; k < static_cast<int>(invoke.input.size()); ++k)
       TDF_RETURN_IF_ERROR(RewriteInput(scope, invoke, invoke.input[k], k < x ? data : control));
@@ -239,13 +294,14 @@ class Staticizer {
       // The invocation still needs a Call to create its frame.
       add_call(absl::StrCat(site.name, "/call"), DType::kBool, -1, control);
     }
-    for (int j = 0; j < x; ++j) {
-      std::vector<std::string> inputs = {data[j]};
+    for (int k = 0; k < x; ++k) {
+      const int j = site.args[k];
+      std::vector<std::string> inputs = {data[k]};
       inputs.insert(inputs.end(), control.begin(), control.end());
       add_call(absl::StrCat(site.name, "/call_", j), sig.inputs[j].type, j, std::move(inputs));
     }
     const FunctionInfo& info = functions_.at(fname);
-    for (int r = 0; r < static_cast<int>(sig.outputs.size()); ++r) {
+    for (int r : site.results) {
       NodeDef ret;
       ret.name = absl::StrCat(site.name, "/return_", r);
       ret.op = "Return";
@@ -276,7 +332,14 @@ class Staticizer {
         const int64_t j = *node.GetInt("index");  // checked by Analyze
         copy.op = "Merge";
         copy.attr = {{"T", scope.function->signature.inputs[j].type}};
-        for (const std::string& site : sites_of_.at(fname)) copy.input.push_back(absl::StrCat(site, "/call_", j));
+        for (const std::string& site : sites_of_.at(fname)) {
+          auto supplied = supplied_.find(site);
+          if (supplied != supplied_.end() && supplied->second.count(static_cast<int>(j)) != 0)
+            copy.input.push_back(absl::StrCat(site, "/call_", j));
+        }
+        if (copy.input.empty())
+          return NodeError(node, absl::StatusCode::kUnimplemented,
+                           absl::StrCat("no call site supplies argument ", j, " (every site is a partial Invoke)"));
         Append(scope, std::move(copy));
         continue;
       }
@@ -322,6 +385,10 @@ class Staticizer {
   absl::flat_hash_map<std::string, FunctionInfo> functions_;
   // Per function, the output names of its call sites in site order.
   absl::flat_hash_map<std::string, std::vector<std::string>> sites_of_;
+  // Split sites: (scope prefix, callee, site_group) -> (index, site name),
+  // and per site name the arguments its Invokes supply.
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, std::string>> groups_;
+  absl::flat_hash_map<std::string, std::set<int>> supplied_;
   Graph out_;
 };
 

@@ -1,0 +1,87 @@
+// File: tdf/autodiff.h
+//
+// Reverse-mode automatic differentiation of tdf graphs, through Cond
+// (Switch/Merge) and through functions, recursive and mutually recursive ones
+// included (design.md §5; seeds/003 §4).
+//
+// AddGradients works on a built Graph (main graph + function library), so it
+// composes with anything that produces one — GraphBuilder, the protobuf
+// loaders, a pass. It appends the backward nodes to the main graph and
+// returns the names of the gradient outputs, ready to fetch:
+//
+//   tdf::GraphBuilder b;
+//   ... b.DefineFunction({"exp", {{"x", kFloat64}, {"n", kInt64}}, {{"y", kFloat64}}}, ...);
+//   tdf::Output x = b.Placeholder("x", tdf::DType::kFloat64);
+//   tdf::Output n = b.Placeholder("n", tdf::DType::kInt64);
+//   b.Identity(b.Call("exp", {x, n})[0], "y");
+//   tdf::Graph g = *b.Build();
+//   std::vector<std::string> dx = *tdf::AddGradients(g, {"y"}, {"x"});
+//   auto session = *tdf::Session::Create(g);
+//   auto out = *session->Run({{"x", ...}, {"n", ...}}, {"y", dx[0]});
+//
+// Functions: for every function f on the gradient path, AddGradients adds
+// f's extended function "<f>_ext"(x..., dy...) -> (y..., dx...) to the
+// library (dy per floating result, dx per floating argument). Its body is f's
+// body plus its backward path; where f called g, f_ext calls g_ext. Each call
+// of a differentiated function becomes ONE call site of g_ext split in two
+// Invoke parts sharing a `site_group`: the forward part supplies x and yields
+// y, the backward part supplies dy and yields dx. StaticizeRecursion gives
+// both parts the same label, so an invocation's forward values wait in its
+// frame for that invocation's backward ops: nothing is recomputed, no stacks.
+// Split sites need ExecutionMode::kStatic (the dynamic baseline's Invoke
+// instantiates whole calls).
+//
+// Integer and bool values get no gradient. Loops (Enter/Exit/NextIteration)
+// on the gradient path are not supported yet (kUnimplemented).
+#ifndef TDF_AUTODIFF_H_
+#define TDF_AUTODIFF_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tdf/graph.h"
+
+namespace tdf {
+
+// Adds to `graph` the gradients of sum_i <grad_ys[i], ys[i]> with respect to
+// each of `xs`, and returns one output name per x ("node" or "node:port").
+// ys and xs name main-graph outputs ("node" or "node:port"): typically xs
+// are Placeholders or Variable Reads. grad_ys, when given, names one upstream
+// gradient per y; otherwise each y is seeded with ones. An x that no y
+// depends on gets zeros. Fails (graph unchanged in meaning but possibly with
+// extra nodes) on an op without a gradient, naming the node.
+absl::StatusOr<std::vector<std::string>> AddGradients(Graph& graph, const std::vector<std::string>& ys,
+                                                      const std::vector<std::string>& xs,
+                                                      const std::vector<std::string>& grad_ys = {});
+
+// The ops AddGradients can differentiate (sorted).
+std::vector<std::string> DifferentiableOps();
+
+// ---- training ----
+// One optimizer step as graph ops built from AssignAdd/Assign (each atomic).
+// `variables` name Variable nodes of the main graph, `gradients` one gradient
+// output per variable (e.g. from AddGradients of the loss w.r.t. Reads of the
+// variables). Returns the name of a NoOp that depends on every update: run it
+// as a target (or fetch the loss with it) to take a step.
+//
+//   SGD:  v -= lr * g
+absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::string>& variables,
+                                       const std::vector<std::string>& gradients, double learning_rate);
+
+struct AdamOptions {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+};
+//   Adam (Kingma & Ba): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; t += 1;
+//   var -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps).
+// Adds the slot variables "<var>/adam_m", "<var>/adam_v" and one step counter
+// "adam_t/<first var>" (zero-initialized, same dtype as the variable).
+absl::StatusOr<std::string> AddAdamStep(Graph& graph, const std::vector<std::string>& variables,
+                                        const std::vector<std::string>& gradients, const AdamOptions& options);
+
+}  // namespace tdf
+
+#endif  // TDF_AUTODIFF_H_

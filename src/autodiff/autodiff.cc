@@ -1,0 +1,380 @@
+// Reverse-mode autodiff over a built Graph (tdf/autodiff.h).
+//
+// One scope (the main graph or a function body) is differentiated at a time:
+// the nodes on a path from an x to a y are visited consumers-first, each op's
+// registered gradient (gradients.cc) is appended to the scope, and the
+// gradients reaching an output are summed (AddN). Control flow and calls get
+// special treatment here:
+//   * Merge (of a Cond): dy is switched on the cond's predicate, so the
+//     gradient flows only into the branch that ran (the other gets a dead
+//     token, which is how the backward pass skips it).
+//   * Switch: the two branch gradients merge again; a branch that did not use
+//     the value contributes ZerosLike of its Switch output (live only when
+//     that branch ran).
+//   * Invoke of g: g_ext is built (once; recursion finds it memoized), the
+//     forward Invoke becomes the x-part of a split call site of g_ext and a
+//     second Invoke, the dy-part, joins the same site (site_group). See
+//     staticize_recursion.cc for split sites.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "autodiff/emitter.h"
+#include "tdf/autodiff.h"
+#include "tdf/status.h"
+
+namespace tdf {
+namespace {
+
+using autodiff::Emitter;
+using autodiff::GradArgs;
+using autodiff::Key;
+
+bool IsFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+
+std::vector<int64_t> Range(int64_t begin, int64_t end) {
+  std::vector<int64_t> v;
+  for (int64_t i = begin; i < end; ++i) v.push_back(i);
+  return v;
+}
+
+absl::StatusOr<std::string> Canonical(const std::string& name) {
+  TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(name));
+  if (ref.is_control) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is a control input, not an output"));
+  return Key(ref.node, ref.port);
+}
+
+class Differentiator {
+ public:
+  explicit Differentiator(Graph& graph) : graph_(graph) {}
+
+  // Differentiates one scope; see the file comment. Returns one gradient per
+  // x. `dx_control`: control inputs for zero gradients (so that in a function
+  // body they fire in the backward phase, with dy).
+  absl::StatusOr<std::vector<std::string>> Backprop(std::vector<NodeDef>& nodes, const std::string& prefix,
+                                                    const std::vector<std::string>& ys,
+                                                    const std::vector<std::string>& seeds,
+                                                    const std::vector<std::string>& xs,
+                                                    const std::vector<std::string>& dx_control);
+
+ private:
+  absl::StatusOr<std::string> ExtOf(const std::string& fname);
+
+  Graph& graph_;
+  std::map<std::string, std::string> ext_;  // f -> f_ext
+};
+
+absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<NodeDef>& nodes,
+                                                                  const std::string& prefix,
+                                                                  const std::vector<std::string>& ys,
+                                                                  const std::vector<std::string>& seeds,
+                                                                  const std::vector<std::string>& xs,
+                                                                  const std::vector<std::string>& dx_control) {
+  const int n0 = static_cast<int>(nodes.size());
+  std::map<std::string, int> index;
+  for (int i = 0; i < n0; ++i) index[nodes[i].name] = i;
+  std::vector<std::vector<InputRef>> ins(n0);
+  std::vector<std::vector<int>> consumers(n0);
+  for (int i = 0; i < n0; ++i) {
+    for (int k = 0; k < nodes[i].num_data_inputs(); ++k) {
+      TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(nodes[i].input[k]));
+      auto it = index.find(ref.node);
+      if (it == index.end())
+        return NodeError(nodes[i], absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("input '", nodes[i].input[k], "' names no node"));
+      ins[i].push_back(ref);
+      consumers[it->second].push_back(i);
+    }
+  }
+  auto node_of = [&](const std::string& out) -> absl::StatusOr<int> {
+    TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(out));
+    auto it = index.find(ref.node);
+    if (it == index.end()) return absl::NotFoundError(absl::StrCat("autodiff: no node '", ref.node, "'"));
+    return it->second;
+  };
+  Emitter e(&nodes, &graph_.library, prefix);
+  e.Init();
+
+  // Nodes on a path x -> y (data edges).
+  std::vector<char> fwd(n0, 0), bwd(n0, 0);
+  std::vector<int> work;
+  for (const std::string& x : xs) {
+    TDF_ASSIGN_OR_RETURN(int i, node_of(x));
+    if (!fwd[i]) work.push_back(i);
+    fwd[i] = 1;
+  }
+  while (!work.empty()) {
+    int i = work.back();
+    work.pop_back();
+    for (int c : consumers[i])
+      if (!fwd[c]) fwd[c] = 1, work.push_back(c);
+  }
+  std::vector<int> roots;
+  for (const std::string& y : ys) {
+    TDF_ASSIGN_OR_RETURN(int i, node_of(y));
+    roots.push_back(i);
+    if (!bwd[i]) work.push_back(i);
+    bwd[i] = 1;
+  }
+  while (!work.empty()) {
+    int i = work.back();
+    work.pop_back();
+    for (const InputRef& r : ins[i]) {
+      int p = index[r.node];
+      if (!bwd[p]) bwd[p] = 1, work.push_back(p);
+    }
+  }
+  std::vector<char> on(n0, 0);
+  for (int i = 0; i < n0; ++i) {
+    on[i] = fwd[i] && bwd[i];
+    const std::string& op = nodes[i].op;
+    if (on[i] && (op == "Enter" || op == "Exit" || op == "NextIteration"))
+      return NodeError(nodes[i], absl::StatusCode::kUnimplemented,
+                       "gradients through While loops are not implemented yet");
+  }
+  // Post-order over on-path nodes; visiting it backwards puts consumers first.
+  std::vector<int> post;
+  std::vector<char> state(n0, 0);
+  for (int root : roots) {
+    if (!on[root] || state[root]) continue;
+    std::vector<std::pair<int, size_t>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [i, k] = stack.back();
+      if (k < ins[i].size()) {
+        int p = index[ins[i][k++].node];
+        if (on[p] && !state[p]) {
+          state[p] = 1;
+          stack.push_back({p, 0});
+        }
+        continue;
+      }
+      post.push_back(i);
+      stack.pop_back();
+    }
+  }
+
+  std::map<std::string, std::vector<std::string>> grads;
+  for (size_t k = 0; k < ys.size(); ++k) {
+    TDF_ASSIGN_OR_RETURN(std::string y, Canonical(ys[k]));
+    std::string seed = k < seeds.size() && !seeds[k].empty() ? seeds[k] : e.Ones(y);
+    grads[y].push_back(seed);
+  }
+  auto add_grad = [&](int consumer, int input, const std::string& g) {
+    if (g.empty()) return;
+    const InputRef& r = ins[consumer][input];
+    if (!fwd[index[r.node]]) return;
+    if (!IsFloat(e.TypeOf(Key(r.node, r.port)))) return;
+    grads[Key(r.node, r.port)].push_back(g);
+  };
+  auto total = [&](const std::string& key) {
+    auto it = grads.find(key);
+    if (it == grads.end() || it->second.empty()) return std::string();
+    std::string s = e.Sum(it->second);
+    it->second = {s};
+    return s;
+  };
+
+  for (auto it = post.rbegin(); it != post.rend(); ++it) {
+    const int i = *it;
+    const NodeDef node = nodes[i];  // a copy: `nodes` grows below
+    const int nout = e.NumOutputs(node.name);
+    std::vector<std::string> dys(nout);
+    bool any = false;
+    for (int p = 0; p < nout; ++p) {
+      dys[p] = total(Key(node.name, p));
+      any |= !dys[p].empty();
+    }
+    if (!any || ins[i].empty()) continue;
+    if (node.op == "Merge") {
+      // A Cond's Merge (GraphBuilder names it "<cond>/merge_<k>" next to
+      // "<cond>/pivot_switch", whose input is the predicate).
+      const size_t cut = node.name.rfind("/merge_");
+      auto pivot = cut == std::string::npos ? index.end() : index.find(node.name.substr(0, cut) + "/pivot_switch");
+      if (pivot == index.end() || ins[i].size() != 2)
+        return NodeError(node, absl::StatusCode::kUnimplemented,
+                         "gradient of a Merge that is not a GraphBuilder Cond's output");
+      const std::string& pred = nodes[pivot->second].input[0];
+      std::string sw = e.Op("Switch", {dys[0], pred}, {{"T", e.TypeOf(dys[0])}});
+      add_grad(i, 0, Key(sw, 0));
+      add_grad(i, 1, Key(sw, 1));
+    } else if (node.op == "Switch") {
+      if (!IsFloat(e.TypeOf(node.input[0]))) continue;
+      std::string g0 = dys[0].empty() ? e.Zeros(Key(node.name, 0)) : dys[0];
+      std::string g1 = dys[1].empty() ? e.Zeros(Key(node.name, 1)) : dys[1];
+      add_grad(i, 0, e.Op("Merge", {g0, g1}, {{"T", e.TypeOf(g0)}}));
+    } else if (node.op == "Invoke") {
+      TDF_ASSIGN_OR_RETURN(std::string fname, node.GetString("function"));
+      const FunctionDef* f = graph_.library.Find(fname);
+      if (f == nullptr || node.FindAttr("partial_args") != nullptr)
+        return NodeError(node, absl::StatusCode::kInvalidArgument, "cannot differentiate this call");
+      const FunctionSignature sig = f->signature;
+      std::vector<int> fin, fout;
+      for (size_t a = 0; a < sig.inputs.size(); ++a)
+        if (IsFloat(sig.inputs[a].type)) fin.push_back(static_cast<int>(a));
+      for (size_t r = 0; r < sig.outputs.size(); ++r)
+        if (IsFloat(sig.outputs[r].type)) fout.push_back(static_cast<int>(r));
+      if (fin.empty() || fout.empty()) continue;
+      TDF_ASSIGN_OR_RETURN(std::string ext, ExtOf(fname));
+      const int64_t nin = static_cast<int64_t>(sig.inputs.size()), nres = static_cast<int64_t>(sig.outputs.size());
+      // The forward call becomes the x-part of a split site of f_ext ...
+      NodeDef& fwd_call = nodes[i];
+      fwd_call.attr["function"] = ext;
+      fwd_call.attr["partial_args"] = Range(0, nin);
+      fwd_call.attr["partial_results"] = Range(0, nres);
+      fwd_call.attr["site_group"] = node.name;
+      e.Reinfer(fwd_call);
+      // ... and its gradient call the dy-part of the same site.
+      std::vector<std::string> dy_in;
+      for (int r : fout) dy_in.push_back(dys[r].empty() ? e.Zeros(Key(node.name, r)) : dys[r]);
+      const int64_t ndy = static_cast<int64_t>(fout.size()), ndx = static_cast<int64_t>(fin.size());
+      AttrMap attrs{{"function", ext},
+                    {"partial_args", Range(nin, nin + ndy)},
+                    {"partial_results", Range(nres, nres + ndx)},
+                    {"site_group", node.name}};
+      // The control inputs of the call order its gradient part too.
+      std::vector<std::string> control;
+      for (size_t k = node.num_data_inputs(); k < node.input.size(); ++k) control.push_back(node.input[k].substr(1));
+      std::string back = e.Op("Invoke", dy_in, attrs, control);
+      for (size_t k = 0; k < fin.size(); ++k) add_grad(i, fin[k], Key(back, static_cast<int>(k)));
+    } else {
+      const autodiff::GradFn* fn = autodiff::FindGradient(node.op);
+      if (fn == nullptr)
+        return NodeError(node, absl::StatusCode::kUnimplemented, "no gradient is registered for this op");
+      GradArgs a;
+      a.node = &node;
+      for (const InputRef& r : ins[i]) {
+        a.x.push_back(Key(r.node, r.port));
+        a.x_types.push_back(e.TypeOf(Key(r.node, r.port)));
+      }
+      for (int p = 0; p < nout; ++p) a.y.push_back(Key(node.name, p));
+      a.dy = dys;
+      if (node.op == "SoftmaxCrossEntropy" && !dys[1].empty())
+        return NodeError(node, absl::StatusCode::kUnimplemented, "no gradient through the backprop output (1)");
+      std::vector<std::string> gx = (*fn)(e, a);
+      TDF_RETURN_IF_ERROR(e.status());
+      if (gx.size() != ins[i].size())
+        return NodeError(node, absl::StatusCode::kInternal, "gradient function returned the wrong arity");
+      for (size_t k = 0; k < gx.size(); ++k) add_grad(i, static_cast<int>(k), gx[k]);
+    }
+    TDF_RETURN_IF_ERROR(e.status());
+  }
+
+  std::vector<std::string> out;
+  for (const std::string& x : xs) {
+    TDF_ASSIGN_OR_RETURN(std::string key, Canonical(x));
+    std::string g = total(key);
+    if (g.empty()) g = e.Op("ZerosLike", {key}, {}, dx_control);
+    out.push_back(g);
+  }
+  TDF_RETURN_IF_ERROR(e.status());
+  return out;
+}
+
+absl::StatusOr<std::string> Differentiator::ExtOf(const std::string& fname) {
+  if (auto it = ext_.find(fname); it != ext_.end()) return it->second;
+  const FunctionDef* found = graph_.library.Find(fname);
+  if (found == nullptr || !found->defined)
+    return absl::NotFoundError(absl::StrCat("autodiff: function '", fname, "' is not defined"));
+  const FunctionDef f = *found;  // a copy: the library grows below
+  std::string ext = fname + "_ext";
+  while (graph_.library.Find(ext) != nullptr) ext += "_";
+  const FunctionSignature& sig = f.signature;
+  const int nin = static_cast<int>(sig.inputs.size()), nres = static_cast<int>(sig.outputs.size());
+  std::vector<int> fin, fout;
+  for (int a = 0; a < nin; ++a)
+    if (IsFloat(sig.inputs[a].type)) fin.push_back(a);
+  for (int r = 0; r < nres; ++r)
+    if (IsFloat(sig.outputs[r].type)) fout.push_back(r);
+  FunctionSignature esig = sig;
+  esig.name = ext;
+  for (int r : fout) esig.inputs.push_back({absl::StrCat("d_", sig.outputs[r].name), sig.outputs[r].type});
+  for (int a : fin) esig.outputs.push_back({absl::StrCat("d_", sig.inputs[a].name), sig.inputs[a].type});
+  TDF_RETURN_IF_ERROR(graph_.library.Declare(esig));
+  ext_[fname] = ext;
+
+  std::vector<NodeDef> body = f.node;
+  std::set<std::string> names;
+  for (const NodeDef& n : body) names.insert(n.name);
+  auto fresh = [&](std::string base) {
+    std::string name = base;
+    for (int k = 1; names.count(name) != 0; ++k) name = absl::StrCat(base, "_", k);
+    names.insert(name);
+    return name;
+  };
+  std::vector<std::string> arg_node(nin), retval_in(nres);
+  for (const NodeDef& n : body) {
+    if (n.op == "Arg") arg_node[n.GetIntOr("index", -1)] = n.name;
+    if (n.op == "Retval") retval_in[n.GetIntOr("index", -1)] = n.input[0];
+  }
+  for (int a : fin) {
+    if (!arg_node[a].empty()) continue;  // an unused argument still gets a (zero) gradient
+    NodeDef arg;
+    arg.name = fresh(absl::StrCat("arg_", a));
+    arg.op = "Arg";
+    arg.attr = {{"T", sig.inputs[a].type}, {"index", static_cast<int64_t>(a)}};
+    arg_node[a] = arg.name;
+    body.push_back(std::move(arg));
+  }
+  std::vector<std::string> ys, seeds, xs;
+  for (size_t k = 0; k < fout.size(); ++k) {
+    const int r = fout[k];
+    NodeDef arg;
+    arg.name = fresh(absl::StrCat("d_", sig.outputs[r].name.empty() ? absl::StrCat("y", r) : sig.outputs[r].name));
+    arg.op = "Arg";
+    arg.attr = {{"T", sig.outputs[r].type}, {"index", static_cast<int64_t>(nin + k)}};
+    ys.push_back(retval_in[r]);
+    seeds.push_back(arg.name);
+    body.push_back(std::move(arg));
+  }
+  for (int a : fin) xs.push_back(arg_node[a]);
+  absl::StatusOr<std::vector<std::string>> dx = Backprop(body, "", ys, seeds, xs, seeds);
+  if (!dx.ok())
+    return absl::Status(dx.status().code(), absl::StrCat("in function '", fname, "': ", dx.status().message()));
+  for (size_t k = 0; k < fin.size(); ++k) {
+    NodeDef ret;
+    ret.name = fresh(absl::StrCat("d_", sig.inputs[fin[k]].name.empty() ? absl::StrCat("x", fin[k])
+                                                                           : sig.inputs[fin[k]].name,
+                                  "_retval"));
+    ret.op = "Retval";
+    ret.input = {(*dx)[k]};
+    ret.attr = {{"T", sig.inputs[fin[k]].type}, {"index", static_cast<int64_t>(nres + k)}};
+    body.push_back(std::move(ret));
+  }
+  TDF_RETURN_IF_ERROR(graph_.library.Define(esig, std::move(body)));
+  return ext;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> AddGradients(Graph& graph, const std::vector<std::string>& ys,
+                                                      const std::vector<std::string>& xs,
+                                                      const std::vector<std::string>& grad_ys) {
+  if (ys.empty()) return absl::InvalidArgumentError("AddGradients: no ys");
+  if (!grad_ys.empty() && grad_ys.size() != ys.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("AddGradients: ", grad_ys.size(), " upstream gradients for ", ys.size(), " ys"));
+  Differentiator d(graph);
+  TDF_ASSIGN_OR_RETURN(std::vector<std::string> dx, d.Backprop(graph.node, "grad/", ys, grad_ys, xs, {}));
+  // A call's results become Return nodes in the executable graph: hand out
+  // an Identity instead, which keeps its name and can be fetched.
+  Emitter e(&graph.node, &graph.library, "grad/");
+  e.Init();
+  for (std::string& g : dx) {
+    const NodeDef* producer = graph.FindNode(InputRef::Parse(g)->node);
+    if (producer != nullptr && producer->op == "Invoke") g = e.Op("Identity", {g});
+  }
+  TDF_RETURN_IF_ERROR(e.status());
+  return dx;
+}
+
+std::vector<std::string> DifferentiableOps() {
+  std::vector<std::string> ops = autodiff::GradientOps();
+  for (const char* op : {"Merge", "Switch", "Invoke"}) ops.push_back(op);
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+}  // namespace tdf

@@ -1,0 +1,177 @@
+// Gradients of every differentiable op against central finite differences
+// (float64).
+#include <functional>
+#include <random>
+
+#include "autodiff_test_util.h"
+#include "gtest/gtest.h"
+#include "tdf/builder.h"
+
+namespace tdf {
+namespace {
+
+using testing_autodiff::CheckGradients;
+using testing_autodiff::Feeds;
+
+Tensor Random(const Shape& shape, uint32_t seed, double lo = -1.5, double hi = 1.5) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(shape.num_elements());
+  for (double& x : v) x = u(rng);
+  return *Tensor::FromVector<double>(v, shape);
+}
+
+// loss = Sum(op(a, b) * w) with a fixed random weight w of the result's shape
+// (so every output element gets a different upstream gradient).
+void CheckBinary(const std::string& op, const Shape& sa, const Shape& sb, const Shape& sout, double lo = -1.5,
+                 double hi = 1.5, AttrMap attrs = {}) {
+  GraphBuilder b;
+  Output a = b.Placeholder("a", DType::kFloat64);
+  Output c = b.Placeholder("b", DType::kFloat64);
+  Output y = b.Op(op, {a, c}, attrs);
+  b.Identity(b.Sum(b.Mul(y, b.Const(Random(sout, 7)))), "loss");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  Feeds feeds = {{"a", Random(sa, 1, lo, hi)}, {"b", Random(sb, 2, lo, hi)}};
+  auto r = CheckGradients(*g, "loss", {"a", "b"}, feeds);
+  EXPECT_TRUE(r.ok()) << op << ": " << r.status();
+}
+
+void CheckUnary(const std::string& op, const Shape& s, const Shape& sout, double lo = -1.5, double hi = 1.5,
+                AttrMap attrs = {}) {
+  GraphBuilder b;
+  Output a = b.Placeholder("a", DType::kFloat64);
+  Output y = b.Op(op, {a}, attrs);
+  b.Identity(b.Sum(b.Mul(y, b.Const(Random(sout, 7)))), "loss");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto r = CheckGradients(*g, "loss", {"a"}, {{"a", Random(s, 1, lo, hi)}});
+  EXPECT_TRUE(r.ok()) << op << ": " << r.status();
+}
+
+TEST(OpGradients, ElementwiseUnary) {
+  const Shape s({2, 3});
+  for (const char* op : {"Identity", "Neg", "Exp", "Tanh", "Sigmoid", "Square", "Abs"}) CheckUnary(op, s, s);
+  CheckUnary("Relu", s, s);  // random values avoid the kink at 0
+  for (const char* op : {"Log", "Sqrt", "Rsqrt", "Reciprocal"}) CheckUnary(op, s, s, 0.5, 2.0);
+  CheckUnary("Identity", Shape({}), Shape({}));
+  CheckUnary("Exp", Shape({}), Shape({}));
+}
+
+TEST(OpGradients, ElementwiseBinaryWithBroadcasting) {
+  const Shape m({2, 3}), row({3}), col({2, 1}), scalar({});
+  for (const char* op : {"Add", "Sub", "Mul", "Maximum", "Minimum"}) {
+    CheckBinary(op, m, m, m);
+    CheckBinary(op, m, row, m);
+    CheckBinary(op, col, row, m);
+    CheckBinary(op, scalar, m, m);
+    CheckBinary(op, scalar, scalar, scalar);
+  }
+  CheckBinary("Div", m, m, m, 0.5, 2.0);
+  CheckBinary("Div", m, row, m, 0.5, 2.0);
+  CheckBinary("Div", scalar, m, m, 0.5, 2.0);
+  CheckBinary("Pow", m, m, m, 0.5, 2.0);
+}
+
+TEST(OpGradients, MatMulAllTransposes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Shape sa = ta ? Shape({3, 2}) : Shape({2, 3});
+      Shape sb = tb ? Shape({4, 3}) : Shape({3, 4});
+      CheckBinary("MatMul", sa, sb, Shape({2, 4}), -1.5, 1.5, {{"transpose_a", ta}, {"transpose_b", tb}});
+    }
+  }
+}
+
+TEST(OpGradients, Reductions) {
+  const Shape s({2, 3, 4});
+  for (const char* op : {"Sum", "Mean"}) {
+    CheckUnary(op, s, Shape({}));
+    CheckUnary(op, s, Shape({2, 4}), -1.5, 1.5, {{"axes", std::vector<int64_t>{1}}});
+    CheckUnary(op, s, Shape({2, 1, 4}), -1.5, 1.5, {{"axes", std::vector<int64_t>{1}}, {"keep_dims", true}});
+    CheckUnary(op, s, Shape({3}), -1.5, 1.5, {{"axes", std::vector<int64_t>{0, 2}}});
+  }
+}
+
+TEST(OpGradients, ShapeOps) {
+  CheckUnary("Reshape", Shape({2, 3}), Shape({3, 2}), -1.5, 1.5, {{"shape", std::vector<int64_t>{3, 2}}});
+  CheckUnary("Transpose", Shape({2, 3, 4}), Shape({4, 2, 3}), -1.5, 1.5,
+             {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  CheckUnary("Transpose", Shape({2, 3}), Shape({3, 2}));
+  CheckUnary("Softmax", Shape({2, 5}), Shape({2, 5}));
+  CheckUnary("Softmax", Shape({4}), Shape({4}));
+}
+
+TEST(OpGradients, AddNSelectCast) {
+  {
+    GraphBuilder b;
+    Output a = b.Placeholder("a", DType::kFloat64);
+    Output c = b.Placeholder("b", DType::kFloat64);
+    Output y = b.Op("AddN", {a, c, b.Mul(a, c)});
+    Output sel = b.Op("Select", {b.Less(a, c), b.Exp(a), b.Tanh(c)});
+    Output cast = b.Cast(b.Cast(b.Mul(y, sel), DType::kFloat32), DType::kFloat64);
+    b.Identity(b.Sum(b.Add(cast, b.Mul(y, sel))), "loss");
+    auto g = b.Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    // float32 round trip: the Cast path is only accurate to ~1e-7 relative.
+    auto r = CheckGradients(*g, "loss", {"a", "b"}, {{"a", Random(Shape({5}), 3)}, {"b", Random(Shape({5}), 4)}},
+                            1e-4, 1e-3);
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+}
+
+TEST(OpGradients, SoftmaxCrossEntropy) {
+  GraphBuilder b;
+  Output logits = b.Placeholder("logits", DType::kFloat64);
+  Output labels = b.Const(*Tensor::FromVector<double>({0, 1, 0, 0.5, 0.25, 0.25}, Shape({2, 3})));
+  Output xent = b.Op("SoftmaxCrossEntropy", {logits, labels});
+  b.Identity(b.Sum(b.Mul(xent, b.Const(*Tensor::FromVector<double>({0.7, 1.3}, Shape({2}))))), "loss");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto r = CheckGradients(*g, "loss", {"logits"}, {{"logits", Random(Shape({2, 3}), 5)}});
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
+TEST(OpGradients, UnusedInputGetsZerosAndIntegersGetNone) {
+  GraphBuilder b;
+  Output a = b.Placeholder("a", DType::kFloat64);
+  Output unused = b.Placeholder("u", DType::kFloat64);
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Mul(a, b.Cast(n, DType::kFloat64)), "y");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok());
+  auto r = CheckGradients(*g, "y", {"a", "u"},
+                          {{"a", Tensor::Scalar<double>(2.0)}, {"u", Tensor::Scalar<double>(1.0)},
+                           {"n", Tensor::Scalar<int64_t>(3)}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->dx[0].scalar<double>(), 3.0);
+  EXPECT_EQ(r->dx[1].scalar<double>(), 0.0);
+}
+
+TEST(OpGradients, OpWithoutGradientIsNamed) {
+  GraphBuilder b;
+  Output a = b.Placeholder("a", DType::kFloat64);
+  b.Identity(b.Op("Sign", {a}, {}, "sgn"), "y");
+  Graph g = *b.Build();
+  auto dx = AddGradients(g, {"y"}, {"a"});
+  ASSERT_FALSE(dx.ok());
+  EXPECT_NE(dx.status().message().find("node 'sgn' (Sign)"), std::string::npos) << dx.status();
+}
+
+TEST(OpGradients, UpstreamGradient) {
+  GraphBuilder b;
+  Output a = b.Placeholder("a", DType::kFloat64);
+  b.Identity(b.Mul(a, a), "y");
+  b.Placeholder("dy", DType::kFloat64);
+  Graph g = *b.Build();
+  auto dx = AddGradients(g, {"y"}, {"a"}, {"dy"});
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  auto s = Session::Create(g);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto out = (*s)->Run({{"a", Tensor::Scalar<double>(3.0)}, {"dy", Tensor::Scalar<double>(0.5)}}, {(*dx)[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<double>(), 3.0);
+}
+
+}  // namespace
+}  // namespace tdf
