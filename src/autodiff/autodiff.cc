@@ -187,7 +187,10 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
       dys[p] = total(Key(node.name, p));
       any |= !dys[p].empty();
     }
-    if (!any || ins[i].empty()) continue;
+    // An x with no x upstream (a Placeholder, a Read) ends the backward walk.
+    bool from_x = false;
+    for (const InputRef& r : ins[i]) from_x |= fwd[index[r.node]] != 0;
+    if (!any || !from_x) continue;
     if (node.op == "Merge") {
       // A Cond's Merge (GraphBuilder names it "<cond>/merge_<k>" next to
       // "<cond>/pivot_switch", whose input is the predicate).
