@@ -239,3 +239,44 @@ TEST(FunctionGradients, ExtendedFunctionShape) {
 
 }  // namespace
 }  // namespace tdf
+
+namespace tdf {
+namespace {
+
+// A call of exp_ext without a gradient partner: a partial invocation that
+// supplies only (x, n). It must still return y.
+TEST(FunctionGradients, PartialInvocationReturnsY) {
+  Graph g = ExpGraph();
+  ASSERT_TRUE(AddGradients(g, {"y"}, {"x"}).ok());
+  NodeDef partial;
+  partial.name = "partial";
+  partial.op = "Invoke";
+  partial.input = {"x", "n"};
+  partial.attr = {{"function", "exp_ext"},
+                  {"partial_args", std::vector<int64_t>{0, 1}},
+                  {"partial_results", std::vector<int64_t>{0}},
+                  {"site_group", "partial"}};
+  g.node.push_back(partial);
+  NodeDef id;
+  id.name = "partial_y";
+  id.op = "Identity";
+  id.input = {"partial"};
+  g.node.push_back(id);
+  auto s = Session::Create(g);
+  ASSERT_TRUE(s.ok()) << s.status();
+  RunStats stats;
+  auto out = (*s)->Run({{"x", Tensor::Scalar<double>(1.5)}, {"n", Tensor::Scalar<int64_t>(4)}}, {"partial_y"}, {},
+                       &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_DOUBLE_EQ((*out)[0].scalar<double>(), 1.5 * 1.5 * 1.5 * 1.5);
+  // Known limitation (see the report of issue #6): the partial invocation's
+  // own recursive site waits for a d_y Call that never comes, so its frames
+  // are only freed by the end-of-run sweep.
+  // TODO(issue #6): reclaim them during the run (a dead token for the
+  // missing d_y, delivered into an existing invocation frame, would drain
+  // the unfed backward half); until then this documents the leak's size.
+  EXPECT_EQ(stats.live_frames_after_run, 4 + 1 + 1) << "n + 2 frames: the partial chain";
+}
+
+}  // namespace
+}  // namespace tdf
