@@ -1,9 +1,12 @@
-// The device backend of a CUDA build: device discovery, memory and copies
-// through the CUDA runtime. Every call is synchronous for now; streams and a
-// caching allocator arrive with the CUDA kernels, behind this same interface.
+// The device backend of a CUDA build: device discovery, the per-device
+// CudaDevice (stream, cuBLAS handle, caching allocator, error word) and
+// stream-ordered copies.
 #include "cuda/device_backend.h"
 
 #include <cuda_runtime_api.h>
+
+#include "cuda/cuda_device.h"
+#include "tdf/status.h"
 
 #include <string>
 
@@ -69,41 +72,47 @@ absl::Status CudaError(cudaError_t err, const char* what, Device device) {
       absl::StrCat(what, " on ", device.ToString(), " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
 }
 
-// Checks that `device` names an existing CUDA device and makes it current
-// for the calling thread.
-absl::Status UseDevice(Device device, const char* what) {
+// The CudaDevice of `device`, made current for the calling thread.
+absl::StatusOr<cuda::CudaDevice*> UseDevice(Device device, const char* what) {
   if (device.type != Device::Type::kCuda)
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", device.ToString(), " is not a CUDA device"));
   const Discovery& d = Discover();
   if (device.index < 0 || device.index >= d.count)
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": ", device.ToString(), " does not exist (", d.description, ")"));
-  cudaError_t err = cudaSetDevice(device.index);
-  if (err != cudaSuccess) return CudaError(err, what, device);
-  return absl::OkStatus();
+  absl::StatusOr<cuda::CudaDevice*> dev = cuda::CudaDevice::Get(device.index);
+  if (!dev.ok()) return dev.status();
+  absl::Status s = (*dev)->MakeCurrent();
+  if (!s.ok()) return s;
+  return dev;
 }
 
+// A stream-ordered copy that returns when `dst` is filled: an event recorded
+// after the copy is waited on, so only work queued before the copy (which
+// produced `src`) is waited for.
 absl::Status Copy(void* dst, const void* src, size_t bytes, Device device, cudaMemcpyKind kind, const char* what) {
   if (bytes == 0) return absl::OkStatus();
-  absl::Status s = UseDevice(device, what);
-  if (!s.ok()) return s;
-  cudaError_t err = cudaMemcpy(dst, src, bytes, kind);
+  absl::StatusOr<cuda::CudaDevice*> dev = UseDevice(device, what);
+  if (!dev.ok()) return dev.status();
+  cudaStream_t stream = (*dev)->stream();
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, stream);
   if (err != cudaSuccess) return CudaError(err, what, device);
-  // A device-to-device cudaMemcpy may return before the copy is done;
-  // callers expect the destination filled when this returns.
-  if (kind == cudaMemcpyDeviceToDevice) {
-    err = cudaDeviceSynchronize();
-    if (err != cudaSuccess) return CudaError(err, what, device);
-  }
+  cudaEvent_t done;
+  err = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+  if (err != cudaSuccess) return CudaError(err, what, device);
+  err = cudaEventRecord(done, stream);
+  if (err == cudaSuccess) err = cudaEventSynchronize(done);
+  (void)cudaEventDestroy(done);
+  if (err != cudaSuccess) return CudaError(err, what, device);
   return absl::OkStatus();
 }
 
-void CudaFree(void* data, size_t, Device device) {
+void CachingFree(void* data, size_t bytes, Device device) {
   if (data == nullptr) return;
-  // A deleter cannot report an error; cudaFree fails only when the context is
-  // already gone (process teardown), when there is nothing left to free.
-  (void)cudaSetDevice(device.index);
-  (void)cudaFree(data);
+  // A deleter cannot report an error; Get fails only if the device vanished,
+  // and then there is nothing left to free.
+  absl::StatusOr<cuda::CudaDevice*> dev = cuda::CudaDevice::Get(device.index);
+  if (dev.ok()) (*dev)->Free(data, bytes);
 }
 
 }  // namespace
@@ -115,27 +124,19 @@ int DeviceBackend::DeviceCount() { return Discover().count; }
 std::string DeviceBackend::Describe() { return Discover().description; }
 
 Buffer* DeviceBackend::AllocateBuffer(size_t bytes, Device device) {
-  if (!UseDevice(device, "AllocateBuffer").ok()) return nullptr;
-  void* data = nullptr;
-  // cudaMalloc(0) may return a null pointer; allocate at least one byte so
-  // every buffer has a distinct, valid address.
-  if (cudaMalloc(&data, bytes == 0 ? 1 : bytes) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return Buffer::Wrap(data, bytes, device, &CudaFree);
+  absl::StatusOr<cuda::CudaDevice*> dev = UseDevice(device, "AllocateBuffer");
+  if (!dev.ok()) return nullptr;
+  absl::StatusOr<void*> data = (*dev)->Allocate(bytes);
+  if (!data.ok()) return nullptr;
+  return Buffer::Wrap(*data, bytes, device, &CachingFree);
 }
 
 absl::Status DeviceBackend::Memset(void* dst, int value, size_t bytes, Device device) {
   if (bytes == 0) return absl::OkStatus();
-  absl::Status s = UseDevice(device, "Memset");
-  if (!s.ok()) return s;
-  cudaError_t err = cudaMemset(dst, value, bytes);
-  if (err != cudaSuccess) return CudaError(err, "Memset", device);
-  // cudaMemset is asynchronous with respect to the host for device memory;
-  // callers expect the bytes set when this returns.
-  err = cudaDeviceSynchronize();
-  if (err != cudaSuccess) return CudaError(err, "Memset", device);
+  TDF_ASSIGN_OR_RETURN(cuda::CudaDevice * dev, UseDevice(device, "Memset"));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, value, bytes, dev->stream()));
+  // Callers (Tensor::Zeros) expect the bytes set when this returns.
+  TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(dev->stream()));
   return absl::OkStatus();
 }
 
@@ -150,5 +151,173 @@ absl::Status DeviceBackend::CopyDeviceToHost(void* dst, const void* src, size_t 
 absl::Status DeviceBackend::CopyDeviceToDevice(void* dst, const void* src, size_t bytes, Device device) {
   return Copy(dst, src, bytes, device, cudaMemcpyDeviceToDevice, "CopyDeviceToDevice");
 }
+
+absl::Status DeviceBackend::CopyHostToDeviceAsync(void* dst, const void* src, size_t bytes, Device device) {
+  if (bytes == 0) return absl::OkStatus();
+  TDF_ASSIGN_OR_RETURN(cuda::CudaDevice * dev, UseDevice(device, "CopyHostToDeviceAsync"));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, dev->stream()));
+  return absl::OkStatus();
+}
+
+void* DeviceBackend::Stream(Device device) {
+  absl::StatusOr<cuda::CudaDevice*> dev = UseDevice(device, "Stream");
+  return dev.ok() ? static_cast<void*>((*dev)->stream()) : nullptr;
+}
+
+absl::Status DeviceBackend::Synchronize(Device device) {
+  TDF_ASSIGN_OR_RETURN(cuda::CudaDevice * dev, UseDevice(device, "Synchronize"));
+  return dev->Synchronize();
+}
+
+DeviceBackend::AllocatorStats DeviceBackend::GetAllocatorStats(Device device) {
+  if (device.type != Device::Type::kCuda || device.index < 0 || device.index >= DeviceCount()) return {};
+  absl::StatusOr<cuda::CudaDevice*> dev = cuda::CudaDevice::Get(device.index);
+  return dev.ok() ? (*dev)->stats() : AllocatorStats{};
+}
+
+absl::Status DeviceBackend::EmptyCache(Device device) {
+  TDF_ASSIGN_OR_RETURN(cuda::CudaDevice * dev, UseDevice(device, "EmptyCache"));
+  return dev->EmptyCache();
+}
+
+// ---------------------------------------------------------------------------
+// CudaDevice
+
+namespace cuda {
+
+absl::Status CudaErrorStatus(cudaError_t err, const char* what, const char* file, int line) {
+  return absl::InternalError(absl::StrCat("CUDA call `", what, "` failed: ", cudaGetErrorName(err), " (",
+                                          cudaGetErrorString(err), ") [", file, ":", line, "]"));
+}
+
+absl::Status CublasErrorStatus(cublasStatus_t err, const char* what, const char* file, int line) {
+  return absl::InternalError(absl::StrCat("cuBLAS call `", what, "` failed: status ", static_cast<int>(err), " [",
+                                          file, ":", line, "]"));
+}
+
+absl::StatusOr<CudaDevice*> CudaDevice::Get(int index) {
+  // Devices are created once and live for the process: buffers freed during
+  // static destruction still find their device's free list.
+  static constexpr int kMaxDevices = 64;
+  static absl::Mutex mu(absl::kConstInit);
+  static CudaDevice* devices[kMaxDevices] = {};
+  if (index < 0 || index >= kMaxDevices || index >= Discover().count)
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda:", index, " does not exist (", Discover().description, ")"));
+  absl::MutexLock lock(&mu);
+  if (devices[index] == nullptr) {
+    auto* dev = new CudaDevice(index);
+    absl::Status s = dev->Init();
+    if (!s.ok()) {
+      delete dev;
+      return s;
+    }
+    devices[index] = dev;
+  }
+  return devices[index];
+}
+
+absl::Status CudaDevice::MakeCurrent() const {
+  TDF_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::Init() {
+  TDF_RETURN_IF_ERROR(MakeCurrent());
+  TDF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TDF_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
+  TDF_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, stream_));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMalloc(&error_word_, sizeof(unsigned int)));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_word_, 0, sizeof(unsigned int)));
+  return absl::OkStatus();
+}
+
+size_t CudaDevice::BucketSize(size_t bytes) {
+  constexpr size_t kSmall = 512;
+  constexpr size_t kLarge = size_t{2} << 20;
+  if (bytes <= (size_t{1} << 20)) return bytes == 0 ? kSmall : (bytes + kSmall - 1) / kSmall * kSmall;
+  return (bytes + kLarge - 1) / kLarge * kLarge;
+}
+
+absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes) {
+  const size_t size = BucketSize(bytes);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = free_lists_.find(size);
+    if (it != free_lists_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      ++stats_.cache_hits;
+      stats_.bytes_cached -= static_cast<int64_t>(size);
+      stats_.bytes_in_use += static_cast<int64_t>(size);
+      return p;
+    }
+  }
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, size);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    TDF_RETURN_IF_ERROR(EmptyCache());
+    err = cudaMalloc(&p, size);
+  }
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", size, " bytes on cuda:", index_,
+                                                     " failed: ", cudaGetErrorName(err)));
+  }
+  absl::MutexLock lock(&mu_);
+  ++stats_.driver_allocations;
+  stats_.bytes_in_use += static_cast<int64_t>(size);
+  return p;
+}
+
+void CudaDevice::Free(void* ptr, size_t bytes) {
+  const size_t size = BucketSize(bytes);
+  absl::MutexLock lock(&mu_);
+  free_lists_[size].push_back(ptr);
+  stats_.bytes_in_use -= static_cast<int64_t>(size);
+  stats_.bytes_cached += static_cast<int64_t>(size);
+}
+
+absl::Status CudaDevice::EmptyCache() {
+  // Queued kernels may still use a cached block's previous contents only if
+  // they were its previous owner's; cudaFree waits for the device anyway, so
+  // synchronizing first just makes that explicit.
+  TDF_RETURN_IF_ERROR(MakeCurrent());
+  TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  absl::flat_hash_map<size_t, std::vector<void*>> lists;
+  {
+    absl::MutexLock lock(&mu_);
+    lists.swap(free_lists_);
+    stats_.bytes_cached = 0;
+  }
+  for (auto& [size, blocks] : lists)
+    for (void* p : blocks) TDF_CUDA_RETURN_IF_ERROR(cudaFree(p));
+  return absl::OkStatus();
+}
+
+DeviceBackend::AllocatorStats CudaDevice::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::Status CudaDevice::Synchronize() {
+  TDF_RETURN_IF_ERROR(MakeCurrent());
+  TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  unsigned int word = 0;
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemcpy(&word, error_word_, sizeof(word), cudaMemcpyDeviceToHost));
+  if (word == 0) return absl::OkStatus();
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_word_, 0, sizeof(word)));
+  std::string what;
+  if (word & kErrIntegerDivisionByZero) absl::StrAppend(&what, what.empty() ? "" : "; ", "integer division by zero");
+  if (word & kErrGatherIndexOutOfRange)
+    absl::StrAppend(&what, what.empty() ? "" : "; ", "Gather: an index is out of range");
+  if (word & kErrIntegerPowNegativeExponent)
+    absl::StrAppend(&what, what.empty() ? "" : "; ",
+                    "integer Pow with a negative exponent (base other than 1 or -1)");
+  return absl::InvalidArgumentError(absl::StrCat("a kernel on cuda:", index_, " failed: ", what));
+}
+
+}  // namespace cuda
 
 }  // namespace tdf

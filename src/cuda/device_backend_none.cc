@@ -17,5 +17,10 @@ absl::Status DeviceBackend::Memset(void*, int, size_t, Device) { return NoCuda()
 absl::Status DeviceBackend::CopyHostToDevice(void*, const void*, size_t, Device) { return NoCuda(); }
 absl::Status DeviceBackend::CopyDeviceToHost(void*, const void*, size_t, Device) { return NoCuda(); }
 absl::Status DeviceBackend::CopyDeviceToDevice(void*, const void*, size_t, Device) { return NoCuda(); }
+absl::Status DeviceBackend::CopyHostToDeviceAsync(void*, const void*, size_t, Device) { return NoCuda(); }
+void* DeviceBackend::Stream(Device) { return nullptr; }
+absl::Status DeviceBackend::Synchronize(Device) { return NoCuda(); }
+DeviceBackend::AllocatorStats DeviceBackend::GetAllocatorStats(Device) { return {}; }
+absl::Status DeviceBackend::EmptyCache(Device) { return absl::OkStatus(); }
 
 }  // namespace tdf

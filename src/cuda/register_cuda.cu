@@ -1,8 +1,16 @@
-// GPU kernel registration of a CUDA build. No op has a CUDA kernel yet, so a
-// cuda:N node falls back to the CPU (SessionOptions::fallback_to_cpu) or
-// fails with a clear "no kernel" error; kernels are added here as they land.
+// GPU kernel registration of a CUDA build (called by KernelRegistry::Global).
+// Also registers the host-side copy kernels (CopyToDevice, CopyToHost) that
+// the placement pass inserts (tdf/placement.h).
+#include "cuda/copy_kernels.h"
+#include "cuda/cuda_kernel_util.h"
 #include "tdf/kernel.h"
 
 namespace tdf {
-void RegisterCudaKernels(KernelRegistry&) {}
+void RegisterCudaKernels(KernelRegistry& registry) {
+  cuda::RegisterCudaElementwiseKernels(registry);
+  cuda::RegisterCudaReductionKernels(registry);
+  cuda::RegisterCudaArrayKernels(registry);
+  cuda::RegisterCudaMatMulKernels(registry);
+  RegisterCopyKernels(registry);
+}
 }  // namespace tdf

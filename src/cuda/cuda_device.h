@@ -1,0 +1,131 @@
+// Internal (CUDA builds only; included by src/cuda/*.cu): one CudaDevice per
+// device index, holding the device's stream, its cuBLAS handle, a caching
+// allocator for device buffers and a device-side error word.
+//
+//   TDF_ASSIGN_OR_RETURN(cuda::CudaDevice* dev, cuda::CudaDevice::Get(0));
+//   TDF_ASSIGN_OR_RETURN(void* p, dev->Allocate(1 << 20));
+//   TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0, 1 << 20, dev->stream()));
+//   dev->Free(p, 1 << 20);
+//
+// Why one stream: every kernel, copy and allocation of a device is ordered on
+// it, so a consumer on the device never needs a host synchronization, and a
+// buffer freed while a queued kernel still reads it can be handed to the next
+// allocation at once (the next user is queued behind that kernel). Several
+// streams would need per-block stream tracking and events in the allocator.
+//
+// Thread safety: Get() and every method are thread-safe.
+#ifndef TDF_SRC_CUDA_CUDA_DEVICE_H_
+#define TDF_SRC_CUDA_CUDA_DEVICE_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cuda/device_backend.h"
+
+namespace tdf {
+namespace cuda {
+
+// "CUDA call `what` failed: cudaErrorX (text) [file:line]".
+absl::Status CudaErrorStatus(cudaError_t err, const char* what, const char* file, int line);
+absl::Status CublasErrorStatus(cublasStatus_t err, const char* what, const char* file, int line);
+
+}  // namespace cuda
+}  // namespace tdf
+
+// Maps a cudaError_t to an absl::Status naming the call (and so the kernel or
+// copy it belongs to), and returns it from the enclosing function.
+#define TDF_CUDA_RETURN_IF_ERROR(expr)                                                        \
+  do {                                                                                        \
+    cudaError_t tdf_cuda_err_ = (expr);                                                       \
+    if (tdf_cuda_err_ != cudaSuccess)                                                         \
+      return ::tdf::cuda::CudaErrorStatus(tdf_cuda_err_, #expr, __FILE__, __LINE__);          \
+  } while (0)
+
+// After a <<<...>>> launch: reports a launch failure naming the kernel.
+#define TDF_CUDA_RETURN_IF_LAUNCH_FAILED(kernel_name)                                          \
+  do {                                                                                        \
+    cudaError_t tdf_cuda_err_ = cudaGetLastError();                                           \
+    if (tdf_cuda_err_ != cudaSuccess)                                                         \
+      return ::tdf::cuda::CudaErrorStatus(tdf_cuda_err_, "launch of kernel " kernel_name,     \
+                                          __FILE__, __LINE__);                                \
+  } while (0)
+
+#define TDF_CUBLAS_RETURN_IF_ERROR(expr)                                                      \
+  do {                                                                                        \
+    cublasStatus_t tdf_cublas_err_ = (expr);                                                  \
+    if (tdf_cublas_err_ != CUBLAS_STATUS_SUCCESS)                                             \
+      return ::tdf::cuda::CublasErrorStatus(tdf_cublas_err_, #expr, __FILE__, __LINE__);      \
+  } while (0)
+
+namespace tdf {
+namespace cuda {
+
+// Bits of the device error word (set by kernels with atomicOr).
+enum DeviceErrorBit : unsigned int {
+  kErrIntegerDivisionByZero = 1u << 0,
+  kErrGatherIndexOutOfRange = 1u << 1,
+  kErrIntegerPowNegativeExponent = 1u << 2,
+};
+
+class CudaDevice {
+ public:
+  // The device of `index`, created on first use. Fails when the index names
+  // no device (the message says why: no driver, no device, ...).
+  static absl::StatusOr<CudaDevice*> Get(int index);
+
+  int index() const { return index_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  // Device memory written by kernels that cannot fail at launch time.
+  unsigned int* error_word() const { return error_word_; }
+
+  // A block of at least `bytes` bytes from the free list of its size bucket,
+  // or from cudaMalloc (after emptying the cache once if the driver is out of
+  // memory). The caller must have made this device current.
+  absl::StatusOr<void*> Allocate(size_t bytes);
+  // Returns a block obtained from Allocate(bytes) to its free list.
+  void Free(void* ptr, size_t bytes);
+  absl::Status EmptyCache();
+  DeviceBackend::AllocatorStats stats() const;
+
+  // Waits for the stream, then reads and clears the error word.
+  absl::Status Synchronize();
+  // Makes this device current for the calling thread.
+  absl::Status MakeCurrent() const;
+
+  // The size a request is rounded up to: multiples of 512 bytes up to 1 MiB,
+  // then multiples of 2 MiB, so that the free lists stay few and reusable.
+  static size_t BucketSize(size_t bytes);
+
+ private:
+  explicit CudaDevice(int index) : index_(index) {}
+  absl::Status Init();
+
+  const int index_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  unsigned int* error_word_ = nullptr;  // device memory, owned
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<size_t, std::vector<void*>> free_lists_ ABSL_GUARDED_BY(mu_);
+  DeviceBackend::AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// The stream a kernel runs on: the context's (when the executor set one),
+// otherwise the device's own.
+inline cudaStream_t StreamFor(const void* device_context, const CudaDevice& device) {
+  return device_context != nullptr ? static_cast<cudaStream_t>(const_cast<void*>(device_context)) : device.stream();
+}
+
+}  // namespace cuda
+}  // namespace tdf
+
+#endif  // TDF_SRC_CUDA_CUDA_DEVICE_H_

@@ -1,0 +1,91 @@
+// MatMul through cuBLAS. tdf tensors are row-major and cuBLAS is
+// column-major; a row-major [r, c] matrix read as column-major is its
+// transpose, so C = op(A)·op(B) is computed as C^T = op(B)^T·op(A)^T, which
+// cuBLAS sees as a plain column-major product of the same buffers with the
+// operands swapped (the "transpose trick": no copies, no transposes).
+#include <cublas_v2.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_kernel_util.h"
+#include "runtime/kernels/kernel_util.h"
+
+namespace tdf {
+namespace cuda {
+namespace {
+
+class MatMulKernel final : public OpKernel {
+ public:
+  MatMulKernel(bool transpose_a, bool transpose_b, Device device)
+      : transpose_a_(transpose_a), transpose_b_(transpose_b), device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
+    return std::unique_ptr<OpKernel>(std::make_unique<MatMulKernel>(
+        node.GetBoolOr("transpose_a", false), node.GetBoolOr("transpose_b", false), device));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckArity(ctx, 2));
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
+    if (!IsFloating(a.dtype())) return UnsupportedDType("MatMul", a.dtype());
+    if (a.rank() != 2 || b.rank() != 2)
+      return absl::InvalidArgumentError(absl::StrCat("MatMul needs rank-2 operands, got ", a.shape().DebugString(),
+                                                     " and ", b.shape().DebugString()));
+    const int64_t m = a.shape().dim(transpose_a_ ? 1 : 0);
+    const int64_t k = a.shape().dim(transpose_a_ ? 0 : 1);
+    const int64_t kb = b.shape().dim(transpose_b_ ? 1 : 0);
+    const int64_t n = b.shape().dim(transpose_b_ ? 0 : 1);
+    if (k != kb)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MatMul inner dimensions differ: ", a.shape().DebugString(), transpose_a_ ? " (transposed)" : "", " x ",
+          b.shape().DebugString(), transpose_b_ ? " (transposed)" : "", ": ", k, " vs ", kb));
+    const int64_t kMaxDim = 0x7fffffff;
+    if (m > kMaxDim || n > kMaxDim || k > kMaxDim)
+      return absl::UnimplementedError("MatMul on CUDA: a dimension exceeds 2^31-1 (cuBLAS int API)");
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(a.dtype(), Shape({m, n}), device_));
+    if (m > 0 && n > 0) {
+      if (k == 0) {
+        // An empty sum; cuBLAS would not touch C.
+        TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
+      } else {
+        cublasHandle_t handle = launch.device->cublas();
+        TDF_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle, launch.stream));
+        const cublasOperation_t op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasOperation_t op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+        // Leading dims: the row length of each row-major buffer.
+        const int lda = static_cast<int>(std::max<int64_t>(1, a.shape().dim(1)));
+        const int ldb = static_cast<int>(std::max<int64_t>(1, b.shape().dim(1)));
+        const int ldc = static_cast<int>(n);
+        if (a.dtype() == DType::kFloat32) {
+          const float one = 1.0f, zero = 0.0f;
+          TDF_CUBLAS_RETURN_IF_ERROR(cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                 static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
+                                                 lda, &zero, out.mutable_data<float>(), ldc));
+        } else {
+          const double one = 1.0, zero = 0.0;
+          TDF_CUBLAS_RETURN_IF_ERROR(cublasDgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                 static_cast<int>(k), &one, b.data<double>(), ldb,
+                                                 a.data<double>(), lda, &zero, out.mutable_data<double>(), ldc));
+        }
+      }
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const bool transpose_a_;
+  const bool transpose_b_;
+  const Device device_;
+};
+
+}  // namespace
+
+void RegisterCudaMatMulKernels(KernelRegistry& r) { RegisterCuda<MatMulKernel>(r, "MatMul"); }
+
+}  // namespace cuda
+}  // namespace tdf
