@@ -410,6 +410,13 @@ void RegisterTensorOps(OpRegistry& r) {
                return Types{ctx.input_types[0]};
              })
              .Doc("Reshapes input 0 to the shape of input 1."));
+  // Inserted by the placement pass (tdf/placement.h); host-side kernels in
+  // src/cuda/copy_kernels.cc.
+  Add(r, OpSchema("CopyToDevice").Inputs(1).Attr("device", "string").SameTypeAny()
+             .Doc("Copies a host value to the CUDA device `device` (\"cuda:0\"), asynchronously on its stream; a "
+                  "value already there is forwarded."));
+  Add(r, OpSchema("CopyToHost").Inputs(1).SameTypeAny()
+             .Doc("Copies a device value to the host and waits for it; a host value is forwarded."));
 }
 
 }  // namespace

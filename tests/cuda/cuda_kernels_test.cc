@@ -1,0 +1,365 @@
+// Every CUDA kernel against its CPU kernel on random inputs, including
+// broadcasting and empty tensors; and the caching allocator. Skipped (with
+// the reason) where there is no CUDA device.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/gpu_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/kernel_test_util.h"
+
+namespace tdf {
+namespace {
+
+using gpu_test::RunGpuOp;
+using kernel_test::RunOp;
+using ::testing::HasSubstr;
+
+// Values in [lo, hi) of dtype `dtype` (integers: whole numbers; bool: coin).
+Tensor Random(DType dtype, const Shape& shape, double lo = -2, double hi = 2, uint32_t seed = 1) {
+  std::mt19937 rng(seed + static_cast<uint32_t>(shape.num_elements()) * 7919u);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor t = *Tensor::Empty(dtype, shape);
+  DispatchDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.mutable_data<T>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const double v = dist(rng);
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = v > (lo + hi) / 2;
+      } else if constexpr (std::is_integral_v<T>) {
+        p[i] = static_cast<T>(std::floor(v));
+      } else {
+        p[i] = static_cast<T>(v);
+      }
+    }
+  });
+  return t;
+}
+
+// Runs `op` on the CPU and on the GPU and expects the same result.
+void ExpectSame(const std::string& op, const std::vector<Tensor>& inputs, AttrMap attrs = {}, int num_outputs = 1,
+                double tol = 1e-5) {
+  SCOPED_TRACE(op);
+  absl::StatusOr<std::vector<Tensor>> cpu = RunOp(op, inputs, attrs, num_outputs);
+  absl::StatusOr<std::vector<Tensor>> gpu = RunGpuOp(op, inputs, attrs, num_outputs);
+  ASSERT_EQ(cpu.ok(), gpu.ok()) << "cpu: " << cpu.status() << "; gpu: " << gpu.status();
+  if (!cpu.ok()) {
+    EXPECT_EQ(cpu.status().code(), gpu.status().code()) << cpu.status() << " vs " << gpu.status();
+    return;
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    const Tensor& c = (*cpu)[i];
+    const Tensor& g = (*gpu)[i];
+    if (IsFloating(c.dtype())) {
+      EXPECT_TRUE(kernel_test::TensorNear(g, c, tol)) << "output " << i;
+    } else {
+      EXPECT_TRUE(kernel_test::TensorEq(g, c)) << "output " << i;
+    }
+  }
+}
+
+const std::vector<std::pair<Shape, Shape>>& BroadcastCases() {
+  static const auto* const cases = new std::vector<std::pair<Shape, Shape>>{
+      {Shape({2, 3}), Shape({2, 3})}, {Shape({2, 3}), Shape({3})},       {Shape({4, 1, 3}), Shape({2, 1})},
+      {Shape(), Shape({5})},          {Shape({5}), Shape()},             {Shape({0, 3}), Shape({3})},
+      {Shape({1}), Shape({7})},       {Shape({2, 1, 4, 1}), Shape({3, 1, 5})}, {Shape({33, 65}), Shape({33, 65})}};
+  return *cases;
+}
+
+TEST(CudaKernels, FloatBinaryOpsWithBroadcasting) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const auto& [sa, sb] : BroadcastCases()) {
+      SCOPED_TRACE(sa.DebugString() + " vs " + sb.DebugString());
+      Tensor a = Random(dtype, sa, -2, 2, 1);
+      Tensor b = Random(dtype, sb, 0.5, 3, 2);
+      for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod", "Maximum", "Minimum", "TanhGrad", "SigmoidGrad",
+                             "ReluGrad", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"})
+        ExpectSame(op, {a, b});
+      ExpectSame("Pow", {Random(dtype, sa, 0.1, 2, 3), b});
+    }
+  }
+}
+
+TEST(CudaKernels, IntegerBinaryOpsWithBroadcasting) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kInt32, DType::kInt64}) {
+    for (const auto& [sa, sb] : BroadcastCases()) {
+      SCOPED_TRACE(sa.DebugString() + " vs " + sb.DebugString());
+      Tensor a = Random(dtype, sa, -100, 100, 4);
+      Tensor b = Random(dtype, sb, 1, 9, 5);  // no zero divisors
+      for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod", "Maximum", "Minimum", "Less", "Equal", "NotEqual",
+                             "GreaterEqual"})
+        ExpectSame(op, {a, b});
+      ExpectSame("Pow", {Random(dtype, sa, -3, 3, 6), Random(dtype, sb, 0, 5, 7)});
+    }
+  }
+}
+
+TEST(CudaKernels, LogicalOps) {
+  TDF_SKIP_WITHOUT_GPU();
+  Tensor a = Random(DType::kBool, Shape({4, 5}), 0, 1, 1);
+  Tensor b = Random(DType::kBool, Shape({5}), 0, 1, 2);
+  ExpectSame("LogicalAnd", {a, b});
+  ExpectSame("LogicalOr", {a, b});
+  ExpectSame("LogicalNot", {a});
+  ExpectSame("Equal", {a, b});
+}
+
+TEST(CudaKernels, IntegerDivisionByZeroIsReportedAtSynchronize) {
+  TDF_SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunGpuOp("Div", {kernel_test::I64({1, 2, 3}, Shape({3})), kernel_test::I64({1, 0, 1}, Shape({3}))});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("division by zero"));
+  // The error word was cleared: the next run succeeds.
+  ExpectSame("Div", {kernel_test::I64({4}, Shape({1})), kernel_test::I64({2}, Shape({1}))});
+}
+
+TEST(CudaKernels, BinaryErrorsMatchTheCpu) {
+  TDF_SKIP_WITHOUT_GPU();
+  ExpectSame("Add", {Random(DType::kFloat32, Shape({2, 3})), Random(DType::kFloat32, Shape({4}))});
+  ExpectSame("Add", {Random(DType::kFloat32, Shape({2})), Random(DType::kFloat64, Shape({2}))});
+  ExpectSame("Tanh", {Random(DType::kInt64, Shape({2}))});
+}
+
+TEST(CudaKernels, UnaryOps) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const Shape& shape : {Shape({3, 4}), Shape({0}), Shape(), Shape({1000})}) {
+      SCOPED_TRACE(shape.DebugString());
+      Tensor x = Random(dtype, shape, -3, 3);
+      Tensor pos = Random(dtype, shape, 0.1, 4);
+      for (const char* op : {"Neg", "Abs", "Square", "Sign", "Exp", "Tanh", "Sigmoid", "Relu", "Reciprocal"})
+        ExpectSame(op, {x});
+      for (const char* op : {"Log", "Sqrt", "Rsqrt"}) ExpectSame(op, {pos});
+    }
+  }
+  for (DType dtype : {DType::kInt32, DType::kInt64}) {
+    Tensor x = Random(dtype, Shape({17}), -50, 50);
+    for (const char* op : {"Neg", "Abs", "Square", "Sign"}) ExpectSame(op, {x});
+  }
+}
+
+TEST(CudaKernels, CastBetweenEveryPairOfDtypes) {
+  TDF_SKIP_WITHOUT_GPU();
+  const DType all[] = {DType::kBool, DType::kInt32, DType::kInt64, DType::kFloat32, DType::kFloat64};
+  for (DType from : all) {
+    Tensor x = Random(from, Shape({3, 7}), -1e3, 1e3);
+    for (DType to : all) ExpectSame("Cast", {x}, {{"DstT", to}});
+  }
+  // Saturation and NaN.
+  ExpectSame("Cast", {kernel_test::F64({1e30, -1e30, std::nan(""), 2.5}, Shape({4}))}, {{"DstT", DType::kInt32}});
+}
+
+TEST(CudaKernels, Reductions) {
+  TDF_SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<int64_t>> axes_cases = {{}, {0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}) {
+    Tensor x = Random(dtype, Shape({3, 4, 5}), -10, 10);
+    for (const char* op : {"Sum", "Mean", "Max"}) {
+      ExpectSame(op, {x}, {}, 1, 1e-3);  // all axes (attr absent); float32 sums differ in order
+      for (const auto& axes : axes_cases)
+        for (bool keep : {false, true}) ExpectSame(op, {x}, {{"axes", axes}, {"keep_dims", keep}}, 1, 1e-3);
+    }
+  }
+  // Large: both the block-per-output and thread-per-output paths.
+  Tensor big = Random(DType::kFloat64, Shape({300, 1000}), -1, 1);
+  for (const auto& axes : std::vector<std::vector<int64_t>>{{0}, {1}, {}})
+    ExpectSame("Sum", {big}, {{"axes", axes}}, 1, 1e-9);
+  // Empty tensors: Sum -> 0, float Mean -> NaN (both sides), Max -> -inf;
+  // integer Mean over nothing is an error on both.
+  Tensor empty = Random(DType::kFloat32, Shape({0, 4}));
+  ExpectSame("Sum", {empty}, {{"axes", std::vector<int64_t>{0}}});
+  ExpectSame("Max", {empty}, {{"axes", std::vector<int64_t>{0}}});
+  ExpectSame("Sum", {empty}, {{"axes", std::vector<int64_t>{1}}});
+  ExpectSame("Mean", {Random(DType::kInt64, Shape({0, 4}))}, {{"axes", std::vector<int64_t>{0}}});
+  ExpectSame("Sum", {Random(DType::kFloat32, Shape({2}))}, {{"axes", std::vector<int64_t>{3}}});  // bad axis
+}
+
+TEST(CudaKernels, SumToShapeOfAndBroadcastTo) {
+  TDF_SKIP_WITHOUT_GPU();
+  Tensor x = Random(DType::kFloat32, Shape({4, 2, 3}));
+  for (const Shape& like : {Shape({2, 3}), Shape({3}), Shape({4, 1, 3}), Shape({1, 1}), Shape(), Shape({2, 1})})
+    ExpectSame("SumToShapeOf", {x, Random(DType::kFloat32, like)});
+  ExpectSame("SumToShapeOf", {x, Random(DType::kFloat32, Shape({5}))});  // error
+  for (const Shape& from : {Shape({3}), Shape({2, 1}), Shape(), Shape({1, 3})})
+    ExpectSame("BroadcastTo", {Random(DType::kInt64, from, -5, 5), Random(DType::kInt64, Shape({4, 2, 3}))});
+}
+
+TEST(CudaKernels, SoftmaxAndCrossEntropy) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const Shape& shape : {Shape({4, 10}), Shape({7}), Shape({2, 3, 600}), Shape({0, 5})}) {
+      SCOPED_TRACE(shape.DebugString());
+      Tensor logits = Random(dtype, shape, -20, 20);
+      ExpectSame("Softmax", {logits});
+      Tensor labels = RunOp("Softmax", {Random(dtype, shape, -1, 1, 9)}).value()[0];
+      ExpectSame("SoftmaxCrossEntropy", {logits, labels}, {}, 2, 1e-4);
+    }
+  }
+}
+
+TEST(CudaKernels, GatherConcatSliceTransposeReshape) {
+  TDF_SKIP_WITHOUT_GPU();
+  Tensor params = Random(DType::kFloat32, Shape({5, 4, 3}));
+  ExpectSame("Gather", {params, kernel_test::I64({4, 0, 2, 2}, Shape({2, 2}))});
+  ExpectSame("Gather", {params, kernel_test::I32({3, 1}, Shape({2}))}, {{"axis", int64_t{1}}});
+  ExpectSame("Gather", {params, kernel_test::I64({}, Shape({0}))});
+  ExpectSame("Gather", {params, Tensor::Scalar<int64_t>(3)});
+  // An index out of range: an error on both (the GPU reports it on sync).
+  ExpectSame("Gather", {params, kernel_test::I64({5}, Shape({1}))});
+
+  Tensor a = Random(DType::kInt32, Shape({2, 3}), -9, 9);
+  Tensor b = Random(DType::kInt32, Shape({2, 5}), -9, 9);
+  Tensor c = Random(DType::kInt32, Shape({2, 0}), -9, 9);
+  ExpectSame("Concat", {a, b, c}, {{"axis", int64_t{1}}});
+  ExpectSame("Concat", {a, a}, {{"axis", int64_t{0}}});
+  ExpectSame("Concat", {a, b}, {{"axis", int64_t{0}}});  // error
+
+  Tensor x = Random(DType::kFloat64, Shape({4, 5, 6}));
+  ExpectSame("Slice", {x}, {{"begin", std::vector<int64_t>{1, 0, 2}}, {"size", std::vector<int64_t>{2, -1, 3}}});
+  ExpectSame("Slice", {x}, {{"begin", std::vector<int64_t>{0, 5, 0}}, {"size", std::vector<int64_t>{4, 0, 6}}});
+  ExpectSame("Transpose", {x});
+  ExpectSame("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 2, 0}}});
+  ExpectSame("Reshape", {x}, {{"shape", std::vector<int64_t>{-1, 6}}});
+  ExpectSame("ReshapeLike", {x, Random(DType::kFloat32, Shape({20, 6}))});
+}
+
+TEST(CudaKernels, ReshapeSharesTheDeviceBuffer) {
+  TDF_SKIP_WITHOUT_GPU();
+  NodeDef node = kernel_test::MakeNode("Reshape", 1, {{"shape", std::vector<int64_t>{6}}});
+  node.device = "cuda:0";
+  auto kernel = KernelRegistry::Global()->Create(node, Device::Type::kCuda);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  Tensor x = *gpu_test::ToDevice(Random(DType::kFloat32, Shape({2, 3})));
+  const Tensor* in[] = {&x};
+  Tensor out;
+  KernelContext ctx(in, 1, &out, 1, Device::Cuda(0));
+  ASSERT_TRUE((*kernel)->Compute(ctx).ok());
+  EXPECT_EQ(out.buffer(), x.buffer());
+  EXPECT_EQ(out.shape(), Shape({6}));
+}
+
+TEST(CudaKernels, MatMulThroughCublas) {
+  TDF_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t m, k, n;
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (Case c : {Case{3, 4, 5}, Case{64, 128, 32}, Case{1, 1, 1}, Case{4, 0, 3}, Case{0, 3, 2}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          Tensor a = Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}));
+          Tensor b = Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}));
+          ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, 1e-4);
+        }
+      }
+    }
+  }
+  ExpectSame("MatMul", {Random(DType::kFloat32, Shape({2, 3})), Random(DType::kFloat32, Shape({4, 2}))});  // error
+}
+
+TEST(CudaKernels, AddNFillsIdentityConst) {
+  TDF_SKIP_WITHOUT_GPU();
+  Tensor a = Random(DType::kFloat32, Shape({3, 3}), -1, 1, 1);
+  Tensor b = Random(DType::kFloat32, Shape({3, 3}), -1, 1, 2);
+  Tensor c = Random(DType::kFloat32, Shape({3, 3}), -1, 1, 3);
+  ExpectSame("AddN", {a, b, c});
+  ExpectSame("AddN", {a});
+  for (DType dtype : {DType::kBool, DType::kInt32, DType::kFloat64}) {
+    ExpectSame("ZerosLike", {Random(dtype, Shape({2, 5}))});
+    ExpectSame("OnesLike", {Random(dtype, Shape({2, 5}))});
+  }
+  ExpectSame("Identity", {a});
+  ExpectSame("Const", {}, {{"value", a}});
+  ExpectSame("Const", {}, {{"value", Tensor::Scalar<int64_t>(42)}});
+}
+
+TEST(CudaKernels, HostInputIsAClearError) {
+  TDF_SKIP_WITHOUT_GPU();
+  NodeDef node = kernel_test::MakeNode("Exp", 1);
+  node.device = "cuda:0";
+  auto kernel = KernelRegistry::Global()->Create(node, Device::Type::kCuda);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  Tensor x = Random(DType::kFloat32, Shape({2}));
+  const Tensor* in[] = {&x};
+  Tensor out;
+  KernelContext ctx(in, 1, &out, 1, Device::Cuda(0));
+  absl::Status s = (*kernel)->Compute(ctx);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("CopyToDevice"));
+}
+
+TEST(CudaKernels, CopyNodesRoundTrip) {
+  TDF_SKIP_WITHOUT_GPU();
+  NodeDef to_dev = kernel_test::MakeNode("CopyToDevice", 1, {{"device", "cuda:0"}});
+  NodeDef to_host = kernel_test::MakeNode("CopyToHost", 1);
+  auto k1 = KernelRegistry::Global()->Create(to_dev, Device::Type::kCpu);
+  auto k2 = KernelRegistry::Global()->Create(to_host, Device::Type::kCpu);
+  ASSERT_TRUE(k1.ok() && k2.ok());
+  for (Tensor x : {Random(DType::kFloat32, Shape({4, 4})), Tensor::Scalar<int64_t>(7), Tensor::Scalar<bool>(true)}) {
+    const Tensor* in1[] = {&x};
+    Tensor dev;
+    KernelContext c1(in1, 1, &dev, 1, Device::Cpu());
+    ASSERT_TRUE((*k1)->Compute(c1).ok());
+    EXPECT_EQ(dev.device(), Device::Cuda(0));
+    const Tensor* in2[] = {&dev};
+    Tensor back;
+    KernelContext c2(in2, 1, &back, 1, Device::Cpu());
+    ASSERT_TRUE((*k2)->Compute(c2).ok());
+    EXPECT_TRUE(back.device().is_cpu());
+    EXPECT_EQ(back.is_inline_scalar(), x.is_scalar());
+    EXPECT_TRUE(kernel_test::TensorEq(back, x));
+  }
+}
+
+TEST(CudaAllocator, SameSizeReusesTheCachedBlock) {
+  TDF_SKIP_WITHOUT_GPU();
+  const Device gpu = Device::Cuda(0);
+  const size_t bytes = 3 * 1000 * 1000 + 17;
+  Buffer* first = DeviceBackend::AllocateBuffer(bytes, gpu);
+  ASSERT_NE(first, nullptr);
+  void* address = first->data();
+  const DeviceBackend::AllocatorStats before = DeviceBackend::GetAllocatorStats(gpu);
+  first->Unref();
+  const DeviceBackend::AllocatorStats freed = DeviceBackend::GetAllocatorStats(gpu);
+  EXPECT_GT(freed.bytes_cached, before.bytes_cached);
+  Buffer* second = DeviceBackend::AllocateBuffer(bytes, gpu);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->data(), address);
+  const DeviceBackend::AllocatorStats after = DeviceBackend::GetAllocatorStats(gpu);
+  EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
+  EXPECT_EQ(after.driver_allocations, before.driver_allocations);
+  second->Unref();
+  ASSERT_TRUE(DeviceBackend::EmptyCache(gpu).ok());
+  EXPECT_EQ(DeviceBackend::GetAllocatorStats(gpu).bytes_cached, 0);
+}
+
+TEST(CudaAllocator, ManyTensorsOfOneShapeDoNotCallTheDriverEachTime) {
+  TDF_SKIP_WITHOUT_GPU();
+  const Device gpu = Device::Cuda(0);
+  ASSERT_TRUE(Tensor::Empty(DType::kFloat32, Shape({256, 256}), gpu).ok());  // warm the bucket
+  const DeviceBackend::AllocatorStats before = DeviceBackend::GetAllocatorStats(gpu);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(Tensor::Empty(DType::kFloat32, Shape({256, 256}), gpu).ok());
+  const DeviceBackend::AllocatorStats after = DeviceBackend::GetAllocatorStats(gpu);
+  EXPECT_EQ(after.driver_allocations, before.driver_allocations);
+  EXPECT_EQ(after.cache_hits, before.cache_hits + 100);
+}
+
+TEST(CudaAllocator, StatsAreZeroWithoutADevice) {
+  if (DeviceBackend::DeviceCount() > 0) GTEST_SKIP() << "a CUDA device exists";
+  const DeviceBackend::AllocatorStats s = DeviceBackend::GetAllocatorStats(Device::Cuda(0));
+  EXPECT_EQ(s.driver_allocations, 0);
+  EXPECT_EQ(s.cache_hits, 0);
+  EXPECT_EQ(DeviceBackend::Stream(Device::Cuda(0)), nullptr);
+  EXPECT_FALSE(DeviceBackend::Synchronize(Device::Cuda(0)).ok());
+}
+
+}  // namespace
+}  // namespace tdf
