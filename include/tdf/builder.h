@@ -159,6 +159,7 @@ class GraphBuilder {
   // constant Enter (loop body) nodes for every context boundary crossed.
   Output Capture(Output o);
   Output AddNode(NodeDef def, int context, std::vector<DType> output_types);
+  void UntriggerBranchConstants(size_t first, const int branch_ctx[2], const std::vector<Output> results[2]);
 
   FunctionLibrary owned_library_;
   FunctionLibrary* library_;  // owned_library_ or a parent builder's

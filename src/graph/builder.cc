@@ -196,6 +196,26 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
     }
     def.name = name;
   }
+  // Nodes inside a loop body that read only loop invariants would otherwise
+  // run in the exiting iteration too: like sourceless nodes, they are
+  // triggered by the iteration's pivot.
+  bool only_invariants = !inputs.empty() && contexts_[current_context_]->kind == Context::Kind::kLoop;
+  for (size_t i = 0; only_invariants && i < def.input.size(); ++i) {
+    const std::string& in = def.input[i];
+    const std::string producer = in.substr(0, in.rfind(':') == std::string::npos ? in.size() : in.rfind(':'));
+    bool invariant = false;
+    for (const NodeInfo& n : nodes_) {
+      if (n.def.name == producer) {
+        invariant = n.def.op == "Enter" && n.def.GetBoolOr("is_constant", false);
+        break;
+      }
+    }
+    only_invariants &= invariant;
+  }
+  if (only_invariants) {
+    Output pivot = contexts_[current_context_]->pivot;
+    if (pivot.valid()) def.input.push_back(absl::StrCat("^", nodes_[pivot.node].def.name));
+  }
   // Sourceless nodes inside a branch or loop run once per branch/iteration.
   if (inputs.empty() && current_context_ != 0) {
     Output pivot = contexts_[current_context_]->pivot;
@@ -306,6 +326,7 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
   Output psw = AddNode(std::move(ps), parent, {DType::kBool, DType::kBool});
   nodes_[psw.node].port_context = {branch_ctx[0], branch_ctx[1]};
   std::vector<Output> results[2];
+  const size_t first_branch_node = nodes_.size();
   const BranchFn* fns[2] = {&else_fn, &then_fn};
   for (int b : {1, 0}) {
     current_context_ = branch_ctx[b];
@@ -325,6 +346,7 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
                                                  results[0].size(), " (else) values")));
     return {};
   }
+  UntriggerBranchConstants(first_branch_node, branch_ctx, results);
   std::vector<Output> merged;
   for (size_t i = 0; i < results[0].size(); ++i) {
     DType tf = dtype(results[0][i]), tt = dtype(results[1][i]);
@@ -341,6 +363,64 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
     merged.push_back(AddNode(std::move(m), parent, {tt, DType::kInt32}));
   }
   return merged;
+}
+
+// A branch Const needs its pivot edge only to be dead when the branch is not
+// taken. When every consumer also takes another value of the branch (one
+// that is dead then anyway) and the Const is not a branch result, the edge
+// is dropped: at the top level of a function the Const becomes sourceless
+// and the executor folds it into the frame instead of firing it.
+void GraphBuilder::UntriggerBranchConstants(size_t first, const int branch_ctx[2],
+                                            const std::vector<Output> results[2]) {
+  auto is_pivot_const = [&](size_t k) {
+    const NodeDef& d = nodes_[k].def;
+    return d.op == "Const" && d.input.size() == 1 && !d.input[0].empty() && d.input[0][0] == '^' &&
+           (nodes_[k].context == branch_ctx[0] || nodes_[k].context == branch_ctx[1]);
+  };
+  std::map<std::string, size_t> index;
+  for (size_t k = first; k < nodes_.size(); ++k) index[nodes_[k].def.name] = k;
+  std::vector<size_t> candidates;
+  for (size_t k = first; k < nodes_.size(); ++k) {
+    if (!is_pivot_const(k)) continue;
+    bool is_result = false;
+    for (int b = 0; b < 2; ++b)
+      for (const Output& o : results[b]) is_result |= o.node == static_cast<int>(k);
+    if (is_result) continue;
+    bool any_consumer = false, all_covered = true;
+    for (size_t c = k + 1; c < nodes_.size() && all_covered; ++c) {
+      const NodeDef& cd = nodes_[c].def;
+      bool uses = false, covered = false;
+      for (const std::string& in : cd.input) {
+        if (!in.empty() && in[0] == '^') continue;
+        const std::string producer = in.substr(0, in.rfind(':') == std::string::npos ? in.size() : in.rfind(':'));
+        if (producer == nodes_[k].def.name) {
+          uses = true;
+          continue;
+        }
+        auto it = index.find(producer);
+        // Producers outside this cond (already captured) or non-constant
+        // branch nodes are dead when the branch is not taken.
+        if (it == index.end() || !is_pivot_const(it->second)) covered = true;
+      }
+      // Ops whose inputs do not share one deadness (Merge fires on any live
+      // input; a call's arguments become separate Call nodes) keep the edge.
+      static const std::set<std::string> kSplitOps = {"Merge", "Invoke", "Enter", "Exit", "NextIteration",
+                                                      "Retval", "Call", "Return"};
+      if (uses) {
+        any_consumer = true;
+        all_covered &= covered && kSplitOps.count(cd.op) == 0;
+      }
+    }
+    if (any_consumer && all_covered) candidates.push_back(k);
+  }
+  const int parent = contexts_[branch_ctx[0]]->parent;
+  const Output parent_pivot = contexts_[parent]->pivot;
+  for (size_t k : candidates) {
+    NodeDef& d = nodes_[k].def;
+    d.input.clear();
+    if (parent != 0 && parent_pivot.valid()) d.input.push_back(absl::StrCat("^", nodes_[parent_pivot.node].def.name));
+    nodes_[k].context = parent;
+  }
 }
 
 std::vector<Output> GraphBuilder::While(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
@@ -435,6 +515,15 @@ std::vector<Output> GraphBuilder::While(const LoopCondFn& cond_fn, const LoopBod
       Fail(absl::InvalidArgumentError(absl::StrCat("While body output ", i, " is ", DTypeName(dtype(o)),
                                                    ", loop variable is ", DTypeName(dtype(vars[i])))));
       break;
+    }
+    if (nodes_[o.node].def.op == "Enter") {
+      // A loop invariant returned by the body must still stop with the loop:
+      // gate it on the body pivot, which is dead after the last iteration.
+      NodeDef gate;
+      gate.op = "Identity";
+      gate.name = UniqueName("Identity");
+      gate.input = {Name(o), absl::StrCat("^", nodes_[contexts_[loop]->pivot.node].def.name)};
+      o = AddNode(std::move(gate), loop, {dtype(o)});
     }
     NodeDef ni;
     ni.op = "NextIteration";

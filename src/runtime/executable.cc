@@ -118,7 +118,18 @@ class Compiler {
 
   absl::Status Link() {
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+    for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
+    for (ExecNode& n : exe_->nodes) {
+      for (int16_t inv : n.invariant_input) n.has_invariants |= inv >= 0;
+      for (OutEdge& e : n.edges) {
+        const ExecNode& d = exe_->nodes[e.dst];
+        e.dst_index = d.index;
+        e.dst_mode = d.kind == NodeKind::kMerge ? DstMode::kMerge
+                     : d.pending_init <= 1     ? DstMode::kSingle
+                                               : DstMode::kCounted;
+      }
+    }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     return absl::OkStatus();
   }
@@ -245,6 +256,34 @@ class Compiler {
     return absl::OkStatus();
   }
 
+  // A function body's sourceless scalar Consts would fire once per
+  // invocation; instead their values are written into their consumers' slots
+  // when the frame is created, and the consumers wait for one input less.
+  absl::Status FoldConstants(const Unit& unit) {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    for (int32_t id : unit.ids) {
+      ExecNode& n = nodes[id];
+      if (n.def->op != "Const" || n.num_inputs != 0) continue;
+      ExecBlock& blk = exe_->blocks[n.block];
+      if (blk.kind != ExecBlock::Kind::kFunction || n.edges.empty()) continue;
+      TDF_ASSIGN_OR_RETURN(Tensor value, n.def->GetTensor("value"));
+      if (!value.is_inline_scalar()) continue;
+      bool foldable = true;
+      for (const OutEdge& e : n.edges) {
+        const ExecNode& c = nodes[e.dst];
+        foldable &= e.src_port == 0 && e.kind == EdgeKind::kLocal && c.kind == NodeKind::kKernel && c.block == n.block;
+      }
+      if (!foldable) continue;
+      for (const OutEdge& e : n.edges) {
+        nodes[e.dst].pending_init -= 1;
+        blk.prefilled.push_back({e.dst_slot, value});
+      }
+      n.edges.clear();
+      n.folded = true;
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status FinishUnit(const Unit& unit) {
     std::vector<ExecNode>& nodes = exe_->nodes;
     for (int32_t id : unit.ids) {
@@ -253,7 +292,8 @@ class Compiler {
       const NodeDef& def = *n.def;
       // Sources fire when a frame of the block is created; in a loop body that
       // includes nodes whose only inputs are loop invariants.
-      if (n.num_inputs == 0 || (n.pending_init == 0 && n.kind != NodeKind::kMerge)) blk.sources.push_back(id);
+      if (!n.folded && (n.num_inputs == 0 || (n.pending_init == 0 && n.kind != NodeKind::kMerge)))
+        blk.sources.push_back(id);
       switch (n.kind) {
         case NodeKind::kPlaceholder:
           if (blk.kind != ExecBlock::Kind::kMain)

@@ -29,11 +29,20 @@ enum class EdgeKind : uint8_t {
   kReturn,     // from a callee into its caller; only for the creating site
 };
 
+// How a delivered token makes its destination ready.
+enum class DstMode : uint8_t {
+  kSingle,   // the node waits for one input: ready on arrival
+  kCounted,  // ready when its pending counter reaches zero
+  kMerge,    // Merge rules (first live input, or all dead)
+};
+
 struct OutEdge {
   int32_t dst;        // node id (global)
   int32_t dst_slot;   // slot index in the destination frame
+  int32_t dst_index;  // the destination's index in its block (pending counter)
   int16_t src_port;   // -1: control edge
   EdgeKind kind;
+  DstMode dst_mode;
   int16_t invariant;  // kEnter of a constant Enter: index in the loop's invariants; else -1
 };
 
@@ -66,9 +75,11 @@ struct ExecNode {
   int32_t num_outputs = 0;
   int32_t pending_init = 0;  // inputs to wait for (excludes loop invariants)
   int32_t op_id = 0;      // dense id of the op name (stats)
+  bool has_invariants = false;  // some input reads a loop invariant
   OpKernel* kernel = nullptr;  // not owned
   ScalarOp scalar_op = ScalarOp::kNone;  // the executor's inline scalar path
   bool is_const = false;       // Const: the value is emitted without a kernel call
+  bool folded = false;         // a Const written into its consumers' slots at frame creation
   Tensor const_value;
   // Edges, ordered so that Return edges of one label are contiguous.
   std::vector<OutEdge> edges;
@@ -104,6 +115,8 @@ struct ExecBlock {
   std::vector<int32_t> nodes;    // global ids, in block-index order
   std::vector<int32_t> sources;  // fire when a frame of this block is created
   std::vector<int32_t> pending_template;  // per block index
+  // Slots pre-filled at frame creation with folded constants.
+  std::vector<std::pair<int32_t, Tensor>> prefilled;
   int32_t num_slots = 0;
   int32_t num_child_slots = 0;
   std::vector<uint8_t> child_is_loop;  // per child slot: a LoopState (1) or a Frame (0)

@@ -84,12 +84,15 @@ Frame* AllocateFrame(const ExecBlock& block) {
   f->caller_node = -1;
   f->next_iteration.store(nullptr, std::memory_order_relaxed);
   f->refs.store(0, std::memory_order_relaxed);
+  f->pending_ptr = reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(f) + block.pending_offset);
+  f->slots_ptr = reinterpret_cast<Token*>(reinterpret_cast<char*>(f) + block.slots_offset);
   static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "pending counters are plain int32 in memory");
   if (!block.pending_template.empty())
     std::memcpy(static_cast<void*>(f->pending()), block.pending_template.data(),
                 sizeof(int32_t) * block.pending_template.size());
   // Zero bytes are empty child slots and empty (invalid, live) tokens.
   std::memset(static_cast<void*>(f->children()), 0, block.frame_bytes - block.children_offset);
+  for (const auto& [slot, value] : block.prefilled) f->slots_ptr[slot].value = value;
   return f;
 }
 
@@ -121,6 +124,41 @@ constexpr int kCheckInterval = 1024;
 struct ReadyItem {
   Frame* frame;
   int32_t node;
+};
+
+// The worker's private LIFO of ready nodes (depth-first); push is inline.
+class ReadyStack {
+ public:
+  ReadyStack() { Grow(256); }
+  ~ReadyStack() { std::free(items_); }
+  ReadyStack(const ReadyStack&) = delete;
+  ReadyStack& operator=(const ReadyStack&) = delete;
+  void push_back(ReadyItem item) {
+    if (size_ == capacity_) Grow(capacity_ * 2);
+    items_[size_++] = item;
+  }
+  ReadyItem back() const { return items_[size_ - 1]; }
+  void pop_back() { --size_; }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  ReadyItem* begin() { return items_; }
+  ReadyItem* end() { return items_ + size_; }
+  // Removes the `n` oldest items (the bottom of the stack).
+  void erase_front(size_t n) {
+    std::memmove(items_, items_ + n, (size_ - n) * sizeof(ReadyItem));
+    size_ -= n;
+  }
+
+ private:
+  void Grow(size_t capacity) {
+    items_ = static_cast<ReadyItem*>(std::realloc(items_, capacity * sizeof(ReadyItem)));
+    if (items_ == nullptr) std::abort();  // out of memory for a few KiB: nothing sensible remains
+    capacity_ = capacity;
+  }
+  ReadyItem* items_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
 struct FetchTarget {
@@ -218,18 +256,20 @@ class Worker {
   void Loop(std::vector<ReadyItem> items);
   void Flush();
 
-  // Called by the run driver to seed the root frame.
-  std::vector<ReadyItem>& stack() { return stack_; }
   void Push(Frame* f, int32_t node) { stack_.push_back({f, node}); }
   void Release(Frame* f, int64_t delta);
 
  private:
   void Fire(Frame* f, const ExecNode& n);
-  bool Deliver(Frame* t, const ExecNode& dst, int32_t slot, Token&& tok) {
-    return DeliverValue(t, dst, slot, tok.value, tok.dead);
-  }
-  bool DeliverValue(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
+  // Stores a token in its destination slot; true when that makes the
+  // destination ready.
+  bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
+  bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead); }
+  bool DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead);
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
+  bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
+  void RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0);
+  void RecordFetch(const ExecNode& n, const Token* out);
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -258,7 +298,7 @@ class Worker {
   static constexpr int32_t kInlineOutputs = 4;
   RunState* run_;
   const ExecutableGraph* exe_;
-  std::vector<ReadyItem> stack_;
+  ReadyStack stack_;
   // Scratch reused across firings (no per-firing construction).
   Token out_[kInlineOutputs];
   std::vector<Token> many_out_;
@@ -333,7 +373,7 @@ void Worker::FrameDone(Frame* first) {
           const ExecNode& invoke = exe_->nodes[f->caller_node];
           for (const OutEdge& e : invoke.edges) {
             if (e.src_port >= 0) continue;
-            if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, Token{})) {
+            if (DeliverEdge(parent, e, Tensor(), false)) {
               Push(parent, e.dst);
               ++ready;
             }
@@ -399,8 +439,8 @@ void Worker::IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** l
       created = CreateIteration(loop, loop->created);
       if (created != nullptr) {
         for (DeferredToken& d : loop->deferred) {
-          if (Deliver(created, exe_->nodes[d.dst], d.dst_slot, std::move(d.token))) {
-            Push(created, d.dst);
+          if (Deliver(created, d.edge, std::move(d.token))) {
+            Push(created, d.edge.dst);
             ++ready_new;
           }
         }
@@ -426,9 +466,7 @@ void Worker::LoopDone(LoopState* loop, std::vector<Frame*>* release) {
     if (loop->exit_live[i]) continue;
     const ExecNode& exit = exe_->nodes[loop->block->exits[i]];
     for (const OutEdge& e : exit.edges) {
-      Token dead;
-      dead.dead = true;
-      if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, std::move(dead))) {
+      if (DeliverEdge(parent, e, Tensor(), true)) {
         Push(parent, e.dst);
         ++ready;
       }
@@ -459,13 +497,23 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
 
-inline bool Worker::DeliverValue(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
-  if (dst.kind == NodeKind::kMerge) return DeliverMerge(t, dst, slot, value, dead);
-  Token& s = t->slots()[slot];
+inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
+  if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
+  Token& s = t->slots()[e.dst_slot];
   s.value = value;
   s.dead = dead;
-  if (dst.pending_init <= 1) return true;
-  return t->pending()[dst.index].fetch_sub(1, std::memory_order_acq_rel) == 1;
+  if (e.dst_mode == DstMode::kSingle) return true;
+  return t->pending()[e.dst_index].fetch_sub(1, std::memory_order_acq_rel) == 1;
+}
+
+bool Worker::DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead) {
+  const ExecNode& d = exe_->nodes[dst];
+  OutEdge e{dst, slot, d.index, 0, EdgeKind::kLocal,
+            d.kind == NodeKind::kMerge ? DstMode::kMerge
+            : d.pending_init <= 1     ? DstMode::kSingle
+                                      : DstMode::kCounted,
+            -1};
+  return DeliverEdge(t, e, value, dead);
 }
 
 int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead) {
@@ -475,7 +523,7 @@ int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Tok
     const bool control = e->src_port < 0;
     const Tensor& value = control ? kNoValue : outs[e->src_port].value;
     const bool edge_dead = control ? dead : outs[e->src_port].dead;
-    if (DeliverValue(t, exe_->nodes[e->dst], e->dst_slot, value, edge_dead)) {
+    if (DeliverEdge(t, *e, value, edge_dead)) {
       Push(t, e->dst);
       ++ready;
     }
@@ -542,8 +590,8 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         start = CreateIteration(loop, 0);
         if (start != nullptr) {
           for (DeferredToken& d : loop->early) {
-            if (Deliver(start, exe_->nodes[d.dst], d.dst_slot, std::move(d.token))) {
-              Push(start, d.dst);
+            if (Deliver(start, d.edge, std::move(d.token))) {
+              Push(start, d.edge.dst);
               ++ready;
             }
           }
@@ -568,7 +616,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     std::lock_guard<std::mutex> lock(loop->mu);
     if (loop->invariants_arrived < loop->block->num_invariants) {
       for (const OutEdge& e : n.edges) {
-        DeferredToken d{e.dst, e.dst_slot, Token{}};
+        DeferredToken d{e, Token{}};
         d.token = outs[0];
         d.token.dead = dead;
         loop->early.push_back(std::move(d));
@@ -596,6 +644,8 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
   }
   Frame* next = f->next_iteration.load(std::memory_order_acquire);
   if (next == nullptr) {
+    // Never release a frame while holding the loop's lock: completing it
+    // takes the same lock.
     LoopState* loop = f->loop;
     std::lock_guard<std::mutex> lock(loop->mu);
     next = f->next_iteration.load(std::memory_order_acquire);
@@ -604,22 +654,19 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
         // The window of iterations in flight is full: park the tokens until
         // the oldest iteration finishes (IterationDone creates k+1 then).
         for (const OutEdge& e : n.edges) {
-          DeferredToken d{e.dst, e.dst_slot, Token{}};
+          DeferredToken d{e, Token{}};
           d.token = outs[0];
           loop->deferred.push_back(std::move(d));
         }
-        Release(f, -1);
-        return;
-      }
-      next = CreateIteration(loop, f->iteration + 1);
-      if (next == nullptr) {
-        Release(f, -1);
-        return;
+      } else {
+        next = CreateIteration(loop, f->iteration + 1);
       }
     }
   }
-  int ready = DeliverEdges(next, n.edges.data(), n.edges.data() + n.edges.size(), outs, false);
-  if (ready > 0) next->refs.fetch_add(ready, std::memory_order_acq_rel);
+  if (next != nullptr) {
+    int ready = DeliverEdges(next, n.edges.data(), n.edges.data() + n.edges.size(), outs, false);
+    if (ready > 0) next->refs.fetch_add(ready, std::memory_order_acq_rel);
+  }
   Release(f, -1);
 }
 
@@ -650,8 +697,11 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       } else if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
         child = fresh;
       } else {
+        // Another argument's Call created the invocation first: this frame
+        // never existed as far as the run is concerned.
         FreeFrame(fresh);
         run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
+        run_->frames_created.fetch_sub(1, std::memory_order_relaxed);
         child = static_cast<Frame*>(expected);
         fresh = nullptr;
       }
@@ -662,7 +712,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
     for (const OutEdge* e = begin; e != end; ++e) {
       if (e->kind != EdgeKind::kCall) continue;
-      if (DeliverValue(child, exe_->nodes[e->dst], e->dst_slot, outs[0].value, false)) {
+      if (DeliverEdge(child, *e, outs[0].value, false)) {
         Push(child, e->dst);
         ++child_ready;
       }
@@ -671,9 +721,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   // Control edges to the site's Returns, in this frame.
   for (const OutEdge* e = begin; e != end; ++e) {
     if (e->kind == EdgeKind::kCall) continue;
-    Token tok;
-    tok.dead = dead;
-    if (Deliver(f, exe_->nodes[e->dst], e->dst_slot, std::move(tok))) {
+    if (DeliverEdge(f, *e, Tensor(), dead)) {
       Push(f, e->dst);
       ++self_ready;
     }
@@ -694,9 +742,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     } else {
       // No argument entered the body: the Returns emit dead under our tag.
       for (const auto& [ret, slot] : n.site_returns) {
-        Token tok;
-        tok.dead = true;
-        if (Deliver(f, exe_->nodes[ret], slot, std::move(tok))) {
+        if (DeliverToNode(f, ret, slot, Tensor(), true)) {
           Push(f, ret);
           ++self_ready;
         }
@@ -713,9 +759,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
     outs[0].dead = true;
     int ready = 0;
     for (const OutEdge& e : n.edges) {
-      Token tok;
-      tok.dead = true;
-      if (Deliver(f, exe_->nodes[e.dst], e.dst_slot, std::move(tok))) {
+      if (DeliverEdge(f, e, Tensor(), true)) {
         Push(f, e.dst);
         ++ready;
       }
@@ -762,9 +806,7 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   int ready = 0;
   for (const OutEdge& e : invoke.edges) {
     if (e.src_port != n.io_index) continue;
-    Token tok = outs[0];
-    tok.dead = dead;
-    if (Deliver(parent, exe_->nodes[e.dst], e.dst_slot, std::move(tok))) {
+    if (DeliverEdge(parent, e, outs[0].value, dead)) {
       Push(parent, e.dst);
       ++ready;
     }
@@ -781,9 +823,10 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     out = many_out_.data();
   }
   const int32_t num_out_tokens = n.num_outputs > 0 ? n.num_outputs : 1;
-  for (int32_t i = 0; i < num_out_tokens; ++i) out[i].dead = false;
+  out[0].dead = false;
+  for (int32_t i = 1; i < num_out_tokens; ++i) out[i].dead = false;
   bool dead = false;
-  const bool has_invariants = f->loop != nullptr && !n.invariant_input.empty();
+  const bool has_invariants = n.has_invariants;
   if (n.kind == NodeKind::kMerge) {
     const int32_t state = f->pending()[n.index].load(std::memory_order_acquire);
     if (state & kMergeFired) {
@@ -800,6 +843,11 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   } else {
     for (int32_t i = 0; i < n.num_inputs; ++i)
       dead |= n.invariant_input[i] >= 0 ? f->loop->invariants[n.invariant_input[i]].dead : slots[i].dead;
+  }
+  if (has_invariants && n.kind != NodeKind::kKernel) {
+    // Control-flow nodes read their slots; kernels read invariants in place.
+    for (int32_t i = 0; i < n.num_inputs; ++i)
+      if (n.invariant_input[i] >= 0) slots[i].value = f->loop->invariants[n.invariant_input[i]].value;
   }
   std::chrono::steady_clock::time_point t0;
   if (run_->tracing) t0 = std::chrono::steady_clock::now();
@@ -825,22 +873,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
           ComputeScalar(n.scalar_op, *in0, in1, &out[0].value)) {
         break;
       }
-      in_ptrs_.resize(n.num_data_inputs);
-      for (int32_t i = 0; i < n.num_data_inputs; ++i) {
-        in_ptrs_[i] = (has_invariants && n.invariant_input[i] >= 0)
-                          ? &f->loop->invariants[n.invariant_input[i]].value
-                          : &slots[i].value;
-      }
-      kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
-      KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Device::Cpu());
-      ctx.set_session_state(run_->variables);
-      absl::Status s = n.kernel->Compute(ctx);
-      if (!s.ok()) {
-        run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
-        for (int32_t i = 0; i < n.num_outputs; ++i) kernel_out_[i] = Tensor();
-        return;
-      }
-      for (int32_t i = 0; i < n.num_outputs; ++i) out[i].value = std::move(kernel_out_[i]);
+      if (!FireKernelSlow(f, n, out)) return;  // the run failed; cleanup frees the frames
       break;
     }
     case NodeKind::kPlaceholder:
@@ -892,24 +925,8 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     ++live_by_op_[n.op_id];
   }
   if (!live_by_node_.empty()) ++(dead ? dead_by_node_ : live_by_node_)[n.id];
-  if (run_->tracing) {
-    auto t1 = std::chrono::steady_clock::now();
-    FiringEvent ev{&n.def->name, &n.def->op, TagString(f), worker_id_, dead,
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_->start).count(),
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - run_->start).count()};
-    if (run_->observer != nullptr) run_->observer->OnFiring(ev);
-    if (run_->trace != nullptr) run_->trace->Add(ev);
-  }
-  if (f == run_->root) {
-    run_->fired_in_root[n.id] = 1;
-    for (int32_t k = run_->fetch_first[n.id]; k >= 0; k = run_->fetch_next[k]) {
-      const FetchTarget& t = run_->fetches[k];
-      if (!out[t.port].dead) {
-        run_->fetched[k] = out[t.port].value;
-        run_->fetched_set[k] = 1;
-      }
-    }
-  }
+  if (run_->tracing) RecordFiring(f, n, dead, t0);
+  if (f == run_->root) RecordFetch(n, out);
 
   switch (n.kind) {
     case NodeKind::kEnter:
@@ -948,12 +965,53 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   }
 }
 
+bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
+  const bool has_invariants = n.has_invariants;
+  Token* slots = f->slots() + n.slot_base;
+  in_ptrs_.resize(n.num_data_inputs);
+  for (int32_t i = 0; i < n.num_data_inputs; ++i) {
+    in_ptrs_[i] = (has_invariants && n.invariant_input[i] >= 0) ? &f->loop->invariants[n.invariant_input[i]].value
+                                                                : &slots[i].value;
+  }
+  kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
+  KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Device::Cpu());
+  ctx.set_session_state(run_->variables);
+  absl::Status s = n.kernel->Compute(ctx);
+  if (!s.ok()) {
+    run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
+    for (int32_t i = 0; i < n.num_outputs; ++i) kernel_out_[i] = Tensor();
+    return false;
+  }
+  for (int32_t i = 0; i < n.num_outputs; ++i) out[i].value = std::move(kernel_out_[i]);
+  return true;
+}
+
+void Worker::RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0) {
+  auto t1 = std::chrono::steady_clock::now();
+  FiringEvent ev{&n.def->name, &n.def->op, TagString(f), worker_id_, dead,
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_->start).count(),
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - run_->start).count()};
+  if (run_->observer != nullptr) run_->observer->OnFiring(ev);
+  if (run_->trace != nullptr) run_->trace->Add(ev);
+}
+
+void Worker::RecordFetch(const ExecNode& n, const Token* out) {
+  run_->fired_in_root[n.id] = 1;
+  for (int32_t k = run_->fetch_first[n.id]; k >= 0; k = run_->fetch_next[k]) {
+    const FetchTarget& t = run_->fetches[k];
+    if (!out[t.port].dead) {
+      run_->fetched[k] = out[t.port].value;
+      run_->fetched_set[k] = 1;
+    }
+  }
+}
+
 void Worker::Offer() {
   // Hand the oldest half of the local stack (the largest subcomputations of
   // a depth-first walk) to the arena, where an idle worker steals it.
   const size_t half = stack_.size() / 2;
   std::vector<ReadyItem> items(stack_.begin(), stack_.begin() + half);
-  stack_.erase(stack_.begin(), stack_.begin() + half);
+  stack_.erase_front(half);
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
@@ -978,11 +1036,7 @@ bool Worker::CheckLimits() {
 
 void Worker::Loop(std::vector<ReadyItem> items) {
   run_->active.fetch_add(1, std::memory_order_relaxed);
-  if (stack_.empty()) {
-    stack_ = std::move(items);
-  } else {
-    stack_.insert(stack_.end(), items.begin(), items.end());
-  }
+  for (const ReadyItem& item : items) stack_.push_back(item);
   while (!stack_.empty()) {
     if (run_->stop.load(std::memory_order_relaxed)) {
       stack_.clear();  // frames they hold are freed by the run's cleanup

@@ -60,12 +60,13 @@ struct Frame {
   int32_t caller_node;     // dynamic mode: the Invoke node in the parent
   std::atomic<Frame*> next_iteration;  // iterations: k+1 once created
   std::atomic<int64_t> refs;
+  // Cached addresses of the trailing arrays (hot path: one load, not two).
+  std::atomic<int32_t>* pending_ptr;
+  Token* slots_ptr;
 
-  std::atomic<int32_t>* pending() {
-    return reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(this) + PendingOffset());
-  }
+  std::atomic<int32_t>* pending() { return pending_ptr; }
   ChildSlot* children() { return reinterpret_cast<ChildSlot*>(reinterpret_cast<char*>(this) + ChildrenOffset()); }
-  Token* slots() { return reinterpret_cast<Token*>(reinterpret_cast<char*>(this) + SlotsOffset()); }
+  Token* slots() { return slots_ptr; }
   Token* args() { return reinterpret_cast<Token*>(reinterpret_cast<char*>(this) + ArgsOffset()); }
 
   size_t PendingOffset() const;
@@ -88,8 +89,7 @@ struct BodyInstance {
 
 // A deferred NextIteration token (the iteration window was full).
 struct DeferredToken {
-  int32_t dst;
-  int32_t dst_slot;
+  OutEdge edge;
   Token token;
 };
 

@@ -106,6 +106,24 @@ TEST(GraphBuilder, UnknownOpIsAnError) {
 
 // Cond(x > 0, x + 1, x - 1): one Switch of x on the predicate, the then
 // branch reading output 1 and the else branch output 0, Merge(else, then).
+TEST(GraphBuilder, BranchResultConstantKeepsItsPivot) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kI64);
+  Outs r = b.Cond(b.Greater(x, b.Const<int64_t>(0)), [&] { return Outs{b.Const<int64_t>(7)}; },
+                  [&] { return Outs{b.Identity(x)}; });
+  Graph g = BuildOk(b);
+  const NodeDef& merge = Node(g, b.Name(r[0]));
+  // The then result is a Const: it must be dead when the branch is not
+  // taken, so it stays triggered by the then pivot, an Identity of the pivot
+  // switch's true output.
+  const NodeDef& seven = Node(g, Src(merge.input[1]));
+  ASSERT_EQ(seven.input.size(), 1u);
+  EXPECT_EQ(seven.input[0][0], '^');
+  const NodeDef& pivot = Node(g, seven.input[0].substr(1));
+  EXPECT_EQ(pivot.op, "Identity");
+  EXPECT_THAT(pivot.input[0], ::testing::EndsWith("pivot_switch:1"));
+}
+
 TEST(GraphBuilder, CondLowersToSwitchAndMerge) {
   GraphBuilder b;
   Output x = b.Placeholder("x", kI64);
@@ -135,14 +153,12 @@ TEST(GraphBuilder, CondLowersToSwitchAndMerge) {
   EXPECT_EQ(add.input[0], x_switch->name + ":1");  // then: true output
   EXPECT_EQ(sub.input[0], x_switch->name);         // else: false output
 
-  // The branch constants are triggered by their branch's pivot, an Identity
-  // of the pivot switch's matching output.
+  // A branch constant whose consumer also reads a switched value needs no
+  // trigger of its own (the consumer is dead when the branch is not taken):
+  // its pivot edge is dropped so the executor can fold it.
   const NodeDef& then_one = Node(g, Src(add.input[1]));
-  ASSERT_EQ(then_one.input.size(), 1u);
-  const NodeDef& then_pivot = Node(g, Src(then_one.input[0]));
-  EXPECT_EQ(then_one.input[0][0], '^');
-  EXPECT_EQ(then_pivot.op, "Identity");
-  EXPECT_THAT(then_pivot.input, ElementsAre(pivot_switch->name + ":1"));
+  EXPECT_EQ(then_one.op, "Const");
+  EXPECT_TRUE(then_one.input.empty());
 
   const NodeDef& merge = Node(g, b.Name(r[0]));
   EXPECT_EQ(merge.op, "Merge");
