@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -325,6 +326,25 @@ class Compiler {
             }
           }
           n.site_num_calls = calls;
+          for (int32_t other : blk.nodes) {
+            const ExecNode& o = nodes[other];
+            if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn) {
+              if (other == id) n.site_call_index = static_cast<int32_t>(n.site_calls.size());
+              n.site_calls.push_back(other);
+            }
+          }
+          if (n.site_calls.size() > 64)
+            return NodeError(def, absl::StatusCode::kUnimplemented, "a call site with more than 64 arguments");
+          // Arguments of the callee that no Call of this site supplies.
+          std::set<int64_t> supplied;
+          for (int32_t other : blk.nodes) {
+            const ExecNode& o = nodes[other];
+            if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn)
+              supplied.insert(o.def->GetIntOr("arg_index", -1));
+          }
+          for (const auto& [merge, arg] : ArgMerges(fn)) {
+            if (supplied.count(arg) == 0) n.missing_arg_merges.push_back({merge, nodes[merge].slot_base});
+          }
           break;
         }
         case NodeKind::kInvoke: {
@@ -393,6 +413,23 @@ class Compiler {
     return absl::OkStatus();
   }
 
+  // The argument Merges of function `fn` (fed by its Call nodes) with their
+  // argument index.
+  const std::vector<std::pair<int32_t, int64_t>>& ArgMerges(const std::string& fn) {
+    auto it = arg_merges_.find(fn);
+    if (it != arg_merges_.end()) return it->second;
+    std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[fn];
+    std::set<int32_t> seen;
+    for (const ExecNode& c : exe_->nodes) {
+      if (c.kind != NodeKind::kCall || c.def->GetString("function").value_or("") != fn) continue;
+      for (const OutEdge& e : c.edges) {
+        if (e.kind == EdgeKind::kCall && exe_->nodes[e.dst].kind == NodeKind::kMerge && seen.insert(e.dst).second)
+          out.push_back({e.dst, c.def->GetIntOr("arg_index", -1)});
+      }
+    }
+    return out;
+  }
+
   void Layout(ExecBlock& blk) {
     blk.pending_template.assign(blk.nodes.size(), 0);
     for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = exe_->nodes[blk.nodes[i]].pending_init;
@@ -415,6 +452,7 @@ class Compiler {
   std::map<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
   std::map<int32_t, std::map<std::string, int32_t>> child_slots_;
+  std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
 };
 
 }  // namespace

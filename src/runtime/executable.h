@@ -97,6 +97,18 @@ struct ExecNode {
   int32_t parallel_iterations = 10;
   // Call: (Return node id, its data slot) of the site, for dead sites.
   std::vector<std::pair<int32_t, int32_t>> site_returns;
+  // Call: (argument Merge id, slot) of the callee's arguments that this site
+  // does not supply (a partial invocation, e.g. a forward-only call of an
+  // extended function f_ext(x, dy)). They receive a dead token when the
+  // invocation is created, so the part of the body that needs them drains
+  // as dead and the frame is reclaimed.
+  std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
+  // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
+  // When some arguments of an invocation are live and some dead, the dead
+  // ones enter too once the site's last Call has arrived: the body part that
+  // needs them drains as dead instead of waiting forever.
+  std::vector<int32_t> site_calls;
+  int32_t site_call_index = 0;
   // Retval identity of a function (static mode): edges [begin, end) per label.
   std::vector<std::pair<int32_t, int32_t>> return_edges_by_label;
   // kArg / kRetval: the argument or result index; kPlaceholder: feed ordinal;

@@ -708,6 +708,12 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       if (fresh != nullptr) {
         f->refs.fetch_add(1, std::memory_order_relaxed);  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
+        for (const auto& [merge, slot] : n.missing_arg_merges) {
+          if (DeliverToNode(fresh, merge, slot, Tensor(), true)) {
+            Push(fresh, merge);
+            ++child_ready;
+          }
+        }
       }
     }
     for (const OutEdge* e = begin; e != end; ++e) {
@@ -729,16 +735,33 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   bool last = true;
   int lives = dead ? 0 : 1;
   if (n.site_num_calls > 1) {
+    if (dead) cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
     uint32_t prev = cs.arrivals.fetch_add(1 + (dead ? 0 : (1u << 16)), std::memory_order_acq_rel);
     last = static_cast<int32_t>((prev & 0xFFFF) + 1) == n.site_num_calls;
     lives += static_cast<int>(prev >> 16);
   }
+  // Dead arguments of an invocation that has live ones enter it now.
+  auto enter_dead_args = [&](Frame* c) {
+    int ready = 0;
+    uint64_t mask = cs.dead_calls.load(std::memory_order_acquire);
+    for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
+      if (!(mask & (uint64_t{1} << i))) continue;
+      for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
+        if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, Tensor(), true)) {
+          Push(c, e.dst);
+          ++ready;
+        }
+      }
+    }
+    return ready;
+  };
   if (!dead) {
+    if (last && n.site_num_calls > 1) child_ready += enter_dead_args(child);
     Release(child, child_ready - (last ? 1 : 0));
   } else if (last) {
     if (lives > 0) {
       Frame* c = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
-      if (c != nullptr && c != kChildDone) Release(c, -1);
+      if (c != nullptr && c != kChildDone) Release(c, enter_dead_args(c) - 1);
     } else {
       // No argument entered the body: the Returns emit dead under our tag.
       for (const auto& [ret, slot] : n.site_returns) {

@@ -269,13 +269,11 @@ TEST(FunctionGradients, PartialInvocationReturnsY) {
                        &stats);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_DOUBLE_EQ((*out)[0].scalar<double>(), 1.5 * 1.5 * 1.5 * 1.5);
-  // Known limitation (see the report of issue #6): the partial invocation's
-  // own recursive site waits for a d_y Call that never comes, so its frames
-  // are only freed by the end-of-run sweep.
-  // TODO(issue #6): reclaim them during the run (a dead token for the
-  // missing d_y, delivered into an existing invocation frame, would drain
-  // the unfed backward half); until then this documents the leak's size.
-  EXPECT_EQ(stats.live_frames_after_run, 4 + 1 + 1) << "n + 2 frames: the partial chain";
+  // The missing d_y enters the partial invocation as dead, and so does the
+  // dead d_y of each recursive call below it: the unfed backward halves
+  // drain as dead and every frame is reclaimed during the run.
+  EXPECT_EQ(stats.live_frames_after_run, 0);
+  EXPECT_GT(stats.firings_by_op["Call"].second, 0) << "dead gradient Calls";
 }
 
 }  // namespace
