@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "cuda/device_backend.h"
 #include "graph/frames.h"
 #include "runtime/frame.h"
 #include "runtime/state_kernels.h"
@@ -375,12 +376,19 @@ class Compiler {
             TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, MakeStateKernel(def));
             exe_->kernels.push_back(std::move(k));
           } else {
-            TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, Device::Type::kCpu));
+            TDF_ASSIGN_OR_RETURN(Device device, Device::Parse(def.device));
+            TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, device.type));
             exe_->kernels.push_back(std::move(k));
-            n.scalar_op = ScalarOpFor(def.op);
+            n.device = device;
+            if (device.is_cpu()) {
+              n.scalar_op = ScalarOpFor(def.op);
+            } else {
+              n.device_context = DeviceBackend::Stream(device);
+            }
             if (def.op == "Const") {
               TDF_ASSIGN_OR_RETURN(n.const_value, def.GetTensor("value"));
-              n.is_const = n.const_value.device().is_cpu();
+              // A GPU Const emits its device copy, made by its kernel.
+              n.is_const = n.const_value.device().is_cpu() && device.is_cpu();
             }
           }
           n.kernel = exe_->kernels.back().get();

@@ -77,6 +77,8 @@ struct ExecNode {
   int32_t op_id = 0;      // dense id of the op name (stats)
   bool has_invariants = false;  // some input reads a loop invariant
   OpKernel* kernel = nullptr;  // not owned
+  Device device;               // where the kernel runs
+  void* device_context = nullptr;  // the device's stream (GPU kernels)
   ScalarOp scalar_op = ScalarOp::kNone;  // the executor's inline scalar path
   bool is_const = false;       // Const: the value is emitted without a kernel call
   bool folded = false;         // a Const written into its consumers' slots at frame creation

@@ -11,7 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "oneapi/tbb/task_group.h"
+#include "cuda/device_backend.h"
 #include "runtime/frame.h"
+#include "tdf/status.h"
 #include "runtime/scalar_ops.h"
 #include "runtime/trace.h"
 
@@ -997,7 +999,8 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
                                                                 : &slots[i].value;
   }
   kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
-  KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Device::Cpu());
+  KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, n.device);
+  if (n.device_context != nullptr) ctx.set_device_context(n.device_context);
   ctx.set_session_state(run_->variables);
   absl::Status s = n.kernel->Compute(ctx);
   if (!s.ok()) {
@@ -1303,6 +1306,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (status.ok() && !ts.ok()) status = ts;
   }
   if (!status.ok()) return status;
+  // Fetched values come back to the host.
+  for (Tensor& t : run.fetched) {
+    if (!t.valid() || t.device().is_cpu()) continue;
+    TDF_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(t.dtype(), t.shape()));
+    TDF_RETURN_IF_ERROR(DeviceBackend::CopyDeviceToHost(host.raw_mutable_data(), t.raw_data(), t.bytes(), t.device()));
+    TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(t.device()));
+    t = std::move(host);
+  }
   return std::move(run.fetched);
 }
 

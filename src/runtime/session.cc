@@ -4,6 +4,7 @@
 #include "runtime/executable.h"
 #include "runtime/executor.h"
 #include "runtime/state_kernels.h"
+#include "tdf/placement.h"
 #include "tdf/status.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
@@ -27,12 +28,27 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, Ses
     return absl::InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
   TDF_RETURN_IF_ERROR(Validate(graph));
   auto impl = std::make_unique<Impl>();
+  Graph executable = graph;
   if (options.mode == ExecutionMode::kStatic) {
-    TDF_ASSIGN_OR_RETURN(Graph transformed, StaticizeRecursion(graph));
-    TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(transformed, options.mode, options));
-  } else {
-    TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(graph, options.mode, options));
+    TDF_ASSIGN_OR_RETURN(executable, StaticizeRecursion(graph));
   }
+  // Device placement when asked for, or when some node names a GPU.
+  bool names_gpu = false;
+  auto scan = [&](const std::vector<NodeDef>& nodes) {
+    for (const NodeDef& n : nodes) {
+      absl::StatusOr<Device> d = Device::Parse(n.device);
+      names_gpu |= d.ok() && !d->is_cpu();
+    }
+  };
+  scan(executable.node);
+  for (const auto& [name, f] : executable.library.functions()) scan(f.node);
+  if (options.place_tensor_ops_on_gpu || names_gpu) {
+    PlacementOptions po;
+    po.place_tensor_ops_on_gpu = options.place_tensor_ops_on_gpu;
+    po.fallback_to_cpu = options.fallback_to_cpu;
+    TDF_RETURN_IF_ERROR(PlaceDevices(executable, po));
+  }
+  TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(executable, options.mode, options));
   // Variables start from their initial value (or zeros of their shape).
   for (int32_t id : impl->exe->variables) {
     const NodeDef& def = *impl->exe->nodes[id].def;
