@@ -122,6 +122,10 @@ namespace {
 constexpr int32_t kMergeFired = 1 << 30;
 constexpr int32_t kMergeCountMask = 0xFFFF;
 constexpr int kCheckInterval = 1024;
+// Surplus ready nodes are offered to idle workers only when the local stack
+// holds more than this: a chain with one or two ready nodes (ack, a loop
+// counter) stays on one worker instead of bouncing its frames between cores.
+constexpr size_t kOfferThreshold = 2;
 
 struct ReadyItem {
   Frame* frame;
@@ -198,6 +202,10 @@ struct RunState {
   int num_workers = 1;
   std::atomic<int> active{0};
   std::atomic<int> offers{0};
+  // Firings between two offers of surplus work. Offered work that turns out
+  // tiny (a sequential chain like ack) doubles it, so a worker is not woken
+  // for a few firings at a time; substantial stolen work halves it again.
+  std::atomic<int> offer_interval{1};
 
   std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point deadline;
@@ -260,6 +268,7 @@ class Worker {
 
   void Push(Frame* f, int32_t node) { stack_.push_back({f, node}); }
   void Release(Frame* f, int64_t delta);
+  int64_t fired() const { return fired_; }
 
  private:
   void Fire(Frame* f, const ExecNode& n);
@@ -309,6 +318,8 @@ class Worker {
   std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
   int worker_id_ = 0;
   int since_check_ = 0;
+  int since_offer_ = 0;
+  int64_t fired_ = 0;
 };
 
 void Worker::CountFrame(int32_t depth) {
@@ -1045,6 +1056,13 @@ void Worker::Offer() {
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
     w.Loop(std::move(*shared));
+    constexpr int64_t kWorthStealing = 512;  // firings
+    int interval = run->offer_interval.load(std::memory_order_relaxed);
+    if (w.fired() < kWorthStealing) {
+      run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
+    } else if (interval > 1) {
+      run->offer_interval.store(interval / 2, std::memory_order_relaxed);
+    }
   });
 }
 
@@ -1075,9 +1093,12 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     ReadyItem item = stack_.back();
     stack_.pop_back();
     Fire(item.frame, exe_->nodes[item.node]);
-    if (stack_.size() > 1 && run_->num_workers > 1 &&
+    ++fired_;
+    if (stack_.size() > kOfferThreshold && run_->num_workers > 1 &&
+        ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&
         run_->active.load(std::memory_order_relaxed) + run_->offers.load(std::memory_order_relaxed) <
             run_->num_workers) {
+      since_offer_ = 0;
       Offer();
     }
   }
