@@ -1,0 +1,179 @@
+// RunStats and the Chrome trace (issue #3, items 12-13): the counts add up,
+// fib's frame counts follow its call tree, and the trace has one event per
+// firing carrying node, op, worker and tag.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/exec_test_util.h"
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using exec_test::I;
+using exec_test::MakeSession;
+using exec_test::RunResult;
+
+class StatsTest : public ::testing::TestWithParam<int> {};
+
+int64_t Sum(const std::map<std::string, std::pair<int64_t, int64_t>>& m, bool dead) {
+  int64_t s = 0;
+  for (const auto& [name, c] : m) s += dead ? c.second : c.first;
+  return s;
+}
+
+TEST_P(StatsTest, CountsAddUp) {
+  SessionOptions o;
+  o.num_workers = GetParam();
+  o.collect_node_stats = true;
+  auto s = MakeSession(reference::CallInWhile(), o);
+  ASSERT_NE(s, nullptr);
+  RunStats stats;
+  EXPECT_EQ(RunResult(s.get(), {{"n", I(20)}}, &stats).scalar<int64_t>(), reference::NativeCallInWhile(20));
+  EXPECT_EQ(stats.firings, stats.live_firings + stats.dead_firings);
+  EXPECT_GT(stats.dead_firings, 0);
+  EXPECT_EQ(Sum(stats.firings_by_op, false), stats.live_firings);
+  EXPECT_EQ(Sum(stats.firings_by_op, true), stats.dead_firings);
+  EXPECT_EQ(Sum(stats.firings_by_node, false), stats.live_firings);
+  EXPECT_EQ(Sum(stats.firings_by_node, true), stats.dead_firings);
+  // Every node in the stats exists in the executable graph, and its op
+  // totals agree with firings_by_op.
+  std::map<std::string, std::pair<int64_t, int64_t>> by_op;
+  for (const auto& [name, c] : stats.firings_by_node) {
+    const NodeDef* def = s->executable_graph().FindNode(name);
+    ASSERT_NE(def, nullptr) << name;
+    by_op[def->op].first += c.first;
+    by_op[def->op].second += c.second;
+  }
+  EXPECT_EQ(by_op, stats.firings_by_op);
+  EXPECT_EQ(stats.num_workers, GetParam());
+  EXPECT_EQ(stats.instantiations, 0);  // static mode copies no bodies
+
+  // Without collect_node_stats the per-node map stays empty.
+  SessionOptions plain;
+  plain.num_workers = GetParam();
+  auto p = MakeSession(reference::CallInWhile(), plain);
+  ASSERT_NE(p, nullptr);
+  RunStats ps;
+  EXPECT_EQ(RunResult(p.get(), {{"n", I(20)}}, &ps).scalar<int64_t>(), reference::NativeCallInWhile(20));
+  EXPECT_TRUE(ps.firings_by_node.empty());
+  EXPECT_EQ(ps.firings_by_op, stats.firings_by_op);
+}
+
+TEST_P(StatsTest, FibFramesFollowTheCallTree) {
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    SessionOptions o;
+    o.num_workers = GetParam();
+    o.mode = mode;
+    auto s = MakeSession(reference::Fib(), o);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {1, 2, 5, 12, 18}) {
+      RunStats stats;
+      const int64_t fib = reference::NativeFib(n);
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}}, &stats).scalar<int64_t>(), fib);
+      const int64_t calls = exec_test::FibCalls(fib);
+      // One frame per invocation plus the root.
+      EXPECT_EQ(stats.frames_created, calls + 1) << n;
+      // The deepest invocation is fib(n) -> fib(n-1) -> ... -> fib(1).
+      EXPECT_EQ(stats.max_tag_depth, n) << n;
+      // An invocation's callers are live while it runs, so the peak is at
+      // least the deepest chain; frames are reclaimed as calls return, so it
+      // stays near the width x depth of what is in flight, not the calls.
+      EXPECT_GE(stats.peak_live_frames, n + 1) << n;
+      EXPECT_LE(stats.peak_live_frames, 3 * n + 1) << n;
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      EXPECT_EQ(stats.instantiations, mode == ExecutionMode::kDynamic ? calls : 0) << n;
+    }
+  }
+}
+
+// Invocations made by tak(x, y, z) (design.md §7), itself included.
+int64_t TakCalls(int64_t x, int64_t y, int64_t z) {
+  if (!(y < x)) return 1;
+  return 1 + TakCalls(x - 1, y, z) + TakCalls(y - 1, z, x) + TakCalls(z - 1, x, y) +
+         TakCalls(reference::NativeTak(x - 1, y, z), reference::NativeTak(y - 1, z, x),
+                  reference::NativeTak(z - 1, x, y));
+}
+
+TEST_P(StatsTest, FramesCreatedCountsEachInvocationOnce) {
+  // tak's call sites take three arguments, so three Call nodes race to
+  // create each invocation's frame; the frame count must not depend on who
+  // wins. Repeated because a miscount needs the race to happen.
+  SessionOptions o;
+  o.num_workers = GetParam();
+  auto s = MakeSession(reference::Tak(), o);
+  ASSERT_NE(s, nullptr);
+  const int64_t calls = TakCalls(12, 8, 4);
+  for (int r = 0; r < 10; ++r) {
+    RunStats stats;
+    EXPECT_EQ(RunResult(s.get(), {{"x", I(12)}, {"y", I(8)}, {"z", I(4)}}, &stats).scalar<int64_t>(),
+              reference::NativeTak(12, 8, 4));
+    EXPECT_EQ(stats.frames_created, calls + 1) << "run " << r;
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST_P(StatsTest, TraceHasOneEventPerFiring) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "tdf_trace_", GetParam(), "_",
+                                        ::testing::UnitTest::GetInstance()->random_seed(), ".json");
+  std::remove(path.c_str());
+  SessionOptions o;
+  o.num_workers = GetParam();
+  o.collect_node_stats = true;
+  o.trace_path = path;
+  auto s = MakeSession(reference::CallInWhile(), o);
+  ASSERT_NE(s, nullptr);
+  RunStats stats;
+  EXPECT_EQ(RunResult(s.get(), {{"n", I(8)}}, &stats).scalar<int64_t>(), reference::NativeCallInWhile(8));
+  const std::string json = ReadFile(path);
+  ASSERT_FALSE(json.empty()) << "no trace at " << path;
+  EXPECT_EQ(json.rfind("{\"traceEvents\":[", 0), 0u);
+
+  // One complete ("X") event per line.
+  const std::regex event(
+      R"re(\{"name":"([^"]+)","cat":"([^"]+)","ph":"X","pid":1,"tid":([0-9]+),"ts":[0-9.e+-]+,"dur":[0-9.e+-]+,"args":\{"tag":"(\[[^"]*\])","dead":(true|false)\}\},?)re");
+  std::map<std::string, std::pair<int64_t, int64_t>> by_op, by_node;
+  int64_t events = 0;
+  std::istringstream lines(json);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("\"ph\":\"X\"") == std::string::npos) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, event)) << line;
+    ++events;
+    const bool dead = m[5] == "true";
+    (dead ? by_op[m[2]].second : by_op[m[2]].first) += 1;
+    (dead ? by_node[m[1]].second : by_node[m[1]].first) += 1;
+    const int tid = std::stoi(m[3]);
+    EXPECT_GE(tid, 0);
+    EXPECT_LT(tid, GetParam());
+    // The op is the node's op in the executable graph.
+    const NodeDef* def = s->executable_graph().FindNode(m[1].str());
+    ASSERT_NE(def, nullptr) << m[1];
+    EXPECT_EQ(def->op, m[2]);
+  }
+  EXPECT_EQ(events, stats.firings);
+  EXPECT_EQ(by_op, stats.firings_by_op);
+  EXPECT_EQ(by_node, stats.firings_by_node);
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, StatsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
+
+}  // namespace
+}  // namespace tdf
