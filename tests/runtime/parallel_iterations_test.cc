@@ -92,6 +92,9 @@ class ParallelIterationsTest : public ::testing::TestWithParam<int> {
     // Iterations 0..n and the root, whatever the window.
     EXPECT_EQ(out.stats.frames_created, kIterations + 2);
     out.overlap = MaxOverlappingIterations(obs.Firings());
+    const std::string p = std::to_string(parallel_iterations);
+    RecordProperty("overlap_p" + p, out.overlap);
+    RecordProperty("peak_live_frames_p" + p, static_cast<int>(out.stats.peak_live_frames));
     return out;
   }
 };
