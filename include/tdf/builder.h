@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "tdf/graph.h"
 
@@ -165,6 +166,7 @@ class GraphBuilder {
   FunctionLibrary* library_;  // owned_library_ or a parent builder's
   bool is_function_;
   std::vector<NodeInfo> nodes_;
+  absl::flat_hash_map<std::string, int> node_by_name_;  // names are unique
   std::vector<std::unique_ptr<Context>> contexts_;  // index 0: the top level
   int current_context_ = 0;
   absl::Status status_;

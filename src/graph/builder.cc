@@ -51,18 +51,10 @@ void GraphBuilder::Fail(absl::Status s) {
 }
 
 std::string GraphBuilder::UniqueName(const std::string& base) {
-  std::set<std::string> taken;  // names are few per call site; a scan keeps NodeInfo simple
-  std::string prefix = contexts_[current_context_]->name;
+  const std::string& prefix = contexts_[current_context_]->name;
   for (;;) {
     std::string candidate = absl::StrCat(prefix, base, "_", ++name_counter_);
-    bool clash = false;
-    for (const NodeInfo& n : nodes_) {
-      if (n.def.name == candidate) {
-        clash = true;
-        break;
-      }
-    }
-    if (!clash) return candidate;
+    if (node_by_name_.count(candidate) == 0) return candidate;
   }
 }
 
@@ -91,6 +83,7 @@ Output GraphBuilder::AddNode(NodeDef def, int context, std::vector<DType> output
   info.def = std::move(def);
   info.context = context;
   info.output_types = std::move(output_types);
+  node_by_name_[info.def.name] = static_cast<int>(nodes_.size());
   nodes_.push_back(std::move(info));
   return Output{this, static_cast<int>(nodes_.size()) - 1, 0};
 }
@@ -188,11 +181,9 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
   if (name.empty()) {
     def.name = UniqueName(op);
   } else {
-    for (const NodeInfo& n : nodes_) {
-      if (n.def.name == name) {
-        Fail(absl::AlreadyExistsError(absl::StrCat("duplicate node name '", name, "'")));
-        return Output{};
-      }
+    if (node_by_name_.count(name) > 0) {
+      Fail(absl::AlreadyExistsError(absl::StrCat("duplicate node name '", name, "'")));
+      return Output{};
     }
     def.name = name;
   }
@@ -203,14 +194,9 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
   for (size_t i = 0; only_invariants && i < def.input.size(); ++i) {
     const std::string& in = def.input[i];
     const std::string producer = in.substr(0, in.rfind(':') == std::string::npos ? in.size() : in.rfind(':'));
-    bool invariant = false;
-    for (const NodeInfo& n : nodes_) {
-      if (n.def.name == producer) {
-        invariant = n.def.op == "Enter" && n.def.GetBoolOr("is_constant", false);
-        break;
-      }
-    }
-    only_invariants &= invariant;
+    auto it = node_by_name_.find(producer);
+    const NodeDef* p = it == node_by_name_.end() ? nullptr : &nodes_[it->second].def;
+    only_invariants &= p != nullptr && p->op == "Enter" && p->GetBoolOr("is_constant", false);
   }
   if (only_invariants) {
     Output pivot = contexts_[current_context_]->pivot;
