@@ -320,16 +320,18 @@ class Worker {
   int since_check_ = 0;
   int since_offer_ = 0;
   int64_t fired_ = 0;
+  int64_t frames_created_ = 0;
+  int64_t max_depth_ = 0;
 };
 
 void Worker::CountFrame(int32_t depth) {
-  run_->frames_created.fetch_add(1, std::memory_order_relaxed);
+  // Creation counts and depths are per worker (merged in Flush); only the
+  // live count, whose peak is a fact about the whole run, is shared.
+  ++frames_created_;
+  if (depth > max_depth_) max_depth_ = depth;
   int64_t live = run_->live_frames.fetch_add(1, std::memory_order_relaxed) + 1;
   int64_t peak = run_->peak_live_frames.load(std::memory_order_relaxed);
   while (live > peak && !run_->peak_live_frames.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
-  int64_t md = run_->max_depth.load(std::memory_order_relaxed);
-  while (depth > md && !run_->max_depth.compare_exchange_weak(md, depth, std::memory_order_relaxed)) {
   }
 }
 
@@ -714,7 +716,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         // never existed as far as the run is concerned.
         FreeFrame(fresh);
         run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
-        run_->frames_created.fetch_sub(1, std::memory_order_relaxed);
+        --frames_created_;
         child = static_cast<Frame*>(expected);
         fresh = nullptr;
       }
@@ -1107,6 +1109,11 @@ void Worker::Loop(std::vector<ReadyItem> items) {
 }
 
 void Worker::Flush() {
+  run_->frames_created.fetch_add(frames_created_, std::memory_order_relaxed);
+  frames_created_ = 0;
+  int64_t md = run_->max_depth.load(std::memory_order_relaxed);
+  while (max_depth_ > md && !run_->max_depth.compare_exchange_weak(md, max_depth_, std::memory_order_relaxed)) {
+  }
   absl::MutexLock lock(&run_->mu);
   for (size_t i = 0; i < live_by_op_.size(); ++i) {
     run_->live_by_op[i] += live_by_op_[i];
