@@ -21,6 +21,18 @@ esac
 shift $(($# > 0 ? 1 : 0))
 
 tdf_ensure_packages
+if [ "$preset" = fuzz ]; then
+  # The libFuzzer targets only (clang, ASan/UBSan), each run for a bounded
+  # time by its ctest entry Fuzz.<name>.Smoke.
+  cmake --preset fuzz
+  fuzz_targets=$(cmake --build --preset fuzz --target help | sed -n 's/^\.\.\. \(tdf_.*_fuzz\).*/\1/p')
+  [ -n "$fuzz_targets" ] || tdf_die "no fuzz targets (fuzz/*_fuzz.cc)"
+  # shellcheck disable=SC2086
+  cmake --build --preset fuzz -j "$(nproc)" --target $fuzz_targets
+  tdf_log "running the fuzzers (preset fuzz)"
+  ctest --preset fuzz -R '^Fuzz\.' "$@"
+  exit 0
+fi
 tdf_build "$preset"
 tdf_log "running the tests (preset $preset)"
 ctest --preset "$preset" -j "$(nproc)" "$@"

@@ -1,4 +1,5 @@
 #include "tdf/op_registry.h"
+#include "base/sync.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -59,7 +60,6 @@ absl::Status RequireInputClass(const InferenceContext& ctx, int i, bool (*pred)(
   return absl::OkStatus();
 }
 
-bool IsNumeric(DType d) { return d != DType::kBool && d != DType::kInvalid; }
 bool IsIndex(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
 
 TypeInferenceFn Fixed(Types types) {
@@ -162,7 +162,7 @@ OpRegistry* OpRegistry::Global() {
 }
 
 absl::Status OpRegistry::Register(OpSchema schema) {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   std::string name = schema.name();
   if (ops_.count(name) > 0) return absl::AlreadyExistsError(absl::StrCat("op '", name, "' is already registered"));
   ops_.emplace(name, std::make_unique<OpSchema>(std::move(schema)));
@@ -170,13 +170,13 @@ absl::Status OpRegistry::Register(OpSchema schema) {
 }
 
 const OpSchema* OpRegistry::Find(absl::string_view op) const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   auto it = ops_.find(op);
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
 std::vector<std::string> OpRegistry::ListOps() const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   std::vector<std::string> names;
   for (const auto& [name, schema] : ops_) names.push_back(name);
   return names;
