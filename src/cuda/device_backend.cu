@@ -2,6 +2,7 @@
 // CudaDevice (stream, cuBLAS handle, caching allocator, error word) and
 // stream-ordered copies.
 #include "cuda/device_backend.h"
+#include "base/sync.h"
 
 #include <cuda_runtime_api.h>
 
@@ -204,7 +205,7 @@ absl::StatusOr<CudaDevice*> CudaDevice::Get(int index) {
   if (index < 0 || index >= kMaxDevices || index >= Discover().count)
     return absl::FailedPreconditionError(
         absl::StrCat("cuda:", index, " does not exist (", Discover().description, ")"));
-  absl::MutexLock lock(&mu);
+  base::MutexLock lock(&mu);
   if (devices[index] == nullptr) {
     auto* dev = new CudaDevice(index);
     absl::Status s = dev->Init();
@@ -242,7 +243,7 @@ size_t CudaDevice::BucketSize(size_t bytes) {
 absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes) {
   const size_t size = BucketSize(bytes);
   {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     auto it = free_lists_.find(size);
     if (it != free_lists_.end() && !it->second.empty()) {
       void* p = it->second.back();
@@ -265,7 +266,7 @@ absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", size, " bytes on cuda:", index_,
                                                      " failed: ", cudaGetErrorName(err)));
   }
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   ++stats_.driver_allocations;
   stats_.bytes_in_use += static_cast<int64_t>(size);
   return p;
@@ -273,7 +274,7 @@ absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes) {
 
 void CudaDevice::Free(void* ptr, size_t bytes) {
   const size_t size = BucketSize(bytes);
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   free_lists_[size].push_back(ptr);
   stats_.bytes_in_use -= static_cast<int64_t>(size);
   stats_.bytes_cached += static_cast<int64_t>(size);
@@ -287,7 +288,7 @@ absl::Status CudaDevice::EmptyCache() {
   TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   absl::flat_hash_map<size_t, std::vector<void*>> lists;
   {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     lists.swap(free_lists_);
     stats_.bytes_cached = 0;
   }
@@ -297,7 +298,7 @@ absl::Status CudaDevice::EmptyCache() {
 }
 
 DeviceBackend::AllocatorStats CudaDevice::stats() const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   return stats_;
 }
 

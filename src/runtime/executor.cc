@@ -1,4 +1,5 @@
 #include "runtime/executor.h"
+#include "base/sync.h"
 
 #include <algorithm>
 #include <chrono>
@@ -224,7 +225,7 @@ struct RunState {
 
   void Fail(absl::Status s) {
     {
-      absl::MutexLock lock(&mu);
+      base::MutexLock lock(&mu);
       if (status.ok()) status = std::move(s);
     }
     stop.store(true, std::memory_order_release);
@@ -1054,7 +1055,9 @@ void Worker::Offer() {
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
+  TDF_TSAN_RELEASE(shared.get());  // the thief sees what this worker wrote
   run_->group->run([run, shared] {
+    TDF_TSAN_ACQUIRE(shared.get());
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
     w.Loop(std::move(*shared));
@@ -1065,6 +1068,7 @@ void Worker::Offer() {
     } else if (interval > 1) {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
     }
+    TDF_TSAN_RELEASE(run);  // what this task did is visible after the wait
   });
 }
 
@@ -1114,7 +1118,7 @@ void Worker::Flush() {
   int64_t md = run_->max_depth.load(std::memory_order_relaxed);
   while (max_depth_ > md && !run_->max_depth.compare_exchange_weak(md, max_depth_, std::memory_order_relaxed)) {
   }
-  absl::MutexLock lock(&run_->mu);
+  base::MutexLock lock(&run_->mu);
   for (size_t i = 0; i < live_by_op_.size(); ++i) {
     run_->live_by_op[i] += live_by_op_[i];
     run_->dead_by_op[i] += dead_by_op_[i];
@@ -1227,7 +1231,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   run.fetched_set.assign(run.fetches.size(), 0);
   run.fired_in_root.assign(exe_->nodes.size(), 0);
   {
-    absl::MutexLock lock(&run.mu);
+    base::MutexLock lock(&run.mu);
     run.live_by_op.assign(exe_->op_names.size(), 0);
     run.dead_by_op.assign(exe_->op_names.size(), 0);
     if (options_.collect_node_stats) {
@@ -1258,20 +1262,24 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
 
   tbb::task_group group;
   run.group = &group;
+  TDF_TSAN_RELEASE(&run);
   arena_->execute([&] {
     group.run_and_wait([&] {
+      TDF_TSAN_ACQUIRE(&run);
       Worker w(&run);
       for (auto it = main.sources.rbegin(); it != main.sources.rend(); ++it) w.Push(root, *it);
       // Drop the external reference only after the sources hold theirs.
       w.Release(root, -1);
       std::vector<ReadyItem> none;
       w.Loop(std::move(none));
+      TDF_TSAN_RELEASE(&run);
     });
   });
+  TDF_TSAN_ACQUIRE(&run);
 
   absl::Status status;
   {
-    absl::MutexLock lock(&run.mu);
+    base::MutexLock lock(&run.mu);
     status = run.status;
   }
   const bool root_done = run.root_done.load(std::memory_order_acquire);
@@ -1306,7 +1314,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     status = absl::Status(status.code(), absl::StrCat(status.message(), ". Waiting: ", absl::StrJoin(waiting, "; ")));
   }
   if (stats != nullptr) {
-    absl::MutexLock lock(&run.mu);
+    base::MutexLock lock(&run.mu);
     RunStats s;
     for (size_t i = 0; i < exe_->op_names.size(); ++i) {
       if (run.live_by_op[i] == 0 && run.dead_by_op[i] == 0) continue;

@@ -1,4 +1,5 @@
 #include "absl/strings/match.h"
+#include "base/sync.h"
 #include "absl/strings/str_cat.h"
 #include "tdf/kernel.h"
 
@@ -15,19 +16,19 @@ KernelRegistry* KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(const std::string& op, Device::Type device, KernelFactory factory) {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   factories_[{op, device}] = std::move(factory);
 }
 
 bool KernelRegistry::Has(const std::string& op, Device::Type device) const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   return factories_.count({op, device}) > 0;
 }
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const NodeDef& node, Device::Type device) const {
   KernelFactory factory;
   {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     auto it = factories_.find({node.op, device});
     if (it == factories_.end())
       return NodeError(node, absl::StatusCode::kUnimplemented,

@@ -1,4 +1,5 @@
 #include "tdf/session.h"
+#include "base/sync.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/executable.h"
@@ -67,7 +68,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, Ses
       TDF_ASSIGN_OR_RETURN(init, Tensor::Zeros(slot->dtype, shape));
     }
     {
-      absl::MutexLock lock(&slot->mu);
+      base::MutexLock lock(&slot->mu);
       slot->value = init;
     }
     impl->variables.slots.push_back(std::move(slot));
@@ -89,7 +90,7 @@ const Graph& Session::executable_graph() const { return impl_->exe->graph; }
 absl::StatusOr<Tensor> Session::ReadVariable(const std::string& name) const {
   for (const auto& slot : impl_->variables.slots) {
     if (slot->name != name) continue;
-    absl::MutexLock lock(&slot->mu);
+    base::MutexLock lock(&slot->mu);
     return slot->value;
   }
   return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
@@ -101,7 +102,7 @@ absl::Status Session::AssignVariable(const std::string& name, const Tensor& valu
     if (value.dtype() != slot->dtype)
       return absl::InvalidArgumentError(absl::StrCat("variable '", name, "' is ", DTypeName(slot->dtype), ", value is ",
                                                      DTypeName(value.dtype())));
-    absl::MutexLock lock(&slot->mu);
+    base::MutexLock lock(&slot->mu);
     slot->value = value;
     return absl::OkStatus();
   }

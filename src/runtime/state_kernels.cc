@@ -1,4 +1,5 @@
 #include "runtime/state_kernels.h"
+#include "base/sync.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -38,7 +39,7 @@ class StateKernel final : public OpKernel {
     if (handle < 0 || handle >= static_cast<int64_t>(store->slots.size()))
       return absl::InvalidArgumentError(absl::StrCat("invalid variable handle ", handle));
     VariableSlot& var = *store->slots[handle];
-    absl::MutexLock lock(&var.mu);
+    base::MutexLock lock(&var.mu);
     if (op_ == StateOp::kRead) {
       ctx.set_output(0, var.value);
       return absl::OkStatus();

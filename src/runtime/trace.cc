@@ -1,4 +1,5 @@
 #include "runtime/trace.h"
+#include "base/sync.h"
 
 #include <fstream>
 
@@ -29,12 +30,12 @@ std::string JsonEscape(const std::string& s) {
 }  // namespace
 
 void TraceWriter::Add(const FiringEvent& e) {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   events_.push_back(Event{*e.node, *e.op, e.tag, e.worker, e.dead, e.start_ns, e.end_ns});
 }
 
 std::string TraceWriter::ToChromeJson() const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(&mu_);
   std::string out = "{\"traceEvents\":[\n";
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
