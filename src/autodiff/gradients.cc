@@ -228,6 +228,27 @@ Registry MakeRegistry() {
     }
     return {e.Op("Transpose", {a.dy[0]}, attrs)};
   };
+  r["Concat"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // One ConcatGrad node splits dy back into the inputs' blocks (their
+    // sizes along the axis are only known at run time).
+    if (a.x.size() == 1) return {a.dy[0]};
+    std::vector<std::string> in = {a.dy[0]};
+    in.insert(in.end(), a.x.begin(), a.x.end());
+    std::string split = e.Op("ConcatGrad", in, {{"axis", a.node->GetIntOr("axis", 0)}});
+    std::vector<std::string> out;
+    for (size_t k = 0; k < a.x.size(); ++k) out.push_back(IsFloat(a.x_types[k]) ? Key(split, static_cast<int>(k)) : "");
+    return out;
+  };
+  r["Slice"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    AttrMap attrs;
+    for (const char* name : {"begin", "size"})
+      if (const AttrValue* v = a.node->FindAttr(name)) attrs[name] = *v;
+    return {e.Op("SliceGrad", {a.x[0], a.dy[0]}, attrs)};
+  };
+  r["Gather"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // Dense: zeros of params' shape with dy's rows added at the indices.
+    return {e.Op("GatherGrad", {a.x[0], a.x[1], a.dy[0]}, {{"axis", a.node->GetIntOr("axis", 0)}}), ""};
+  };
   r["Softmax"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
     // dx = y * (dy - sum(dy * y, last axis)).
     const std::string& y = a.y[0];

@@ -387,6 +387,30 @@ void RegisterTensorOps(OpRegistry& r) {
                return Types{ctx.input_types[0]};
              })
              .Doc("Rows of params (along `axis`) picked by integer indices."));
+  // Gradient helpers of the three ops above (src/autodiff/gradients.cc).
+  Add(r, OpSchema("GatherGrad").Inputs(3).Attr("axis", "int", false)
+             .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
+               absl::Status s = RequireInputClass(ctx, 1, IsIndex, "indices");
+               if (!s.ok()) return s;
+               DType p = ctx.input_types[0], d = ctx.input_types[2];
+               if (p != DType::kInvalid && d != DType::kInvalid && p != d)
+                 return Err(absl::StrCat("dtype mismatch: params is ", DTypeName(p), ", dy is ", DTypeName(d)));
+               if (p == DType::kBool || d == DType::kBool) return Err("expects numeric params and dy, got bool");
+               return Types{p != DType::kInvalid ? p : d};
+             })
+             .Doc("(params, indices, dy) -> zeros of params' shape with each slice of dy added at its index along "
+                  "`axis` (repeated indices accumulate): the gradient of Gather w.r.t. params."));
+  Add(r, OpSchema("SliceGrad").Inputs(2).Attr("begin", "list(int)").Attr("size", "list(int)").SameTypeNumeric()
+             .Doc("(x, dy) -> zeros of x's shape with dy written at `begin`: the gradient of Slice (same attrs) "
+                  "w.r.t. x."));
+  Add(r, OpSchema("ConcatGrad").InputsRange(2, -1).Attr("axis", "int")
+             .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
+               absl::StatusOr<DType> t = CommonType(ctx);
+               if (!t.ok()) return t.status();
+               return Types(ctx.input_types.size() - 1, *t);
+             })
+             .Doc("(dy, x_0, ..., x_{n-1}) -> n outputs, output k the part of dy that Concat(x_0, ..., x_{n-1}) "
+                  "along `axis` took from x_k: the gradient of Concat."));
   Add(r, OpSchema("Softmax").Inputs(1).SameTypeFloat().Doc("Softmax over the last axis."));
   Add(r, OpSchema("SoftmaxCrossEntropy").Inputs(2)
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {

@@ -102,6 +102,102 @@ TEST(OpGradients, ShapeOps) {
   CheckUnary("Softmax", Shape({4}), Shape({4}));
 }
 
+TEST(OpGradients, Slice) {
+  const AttrMap middle{{"begin", std::vector<int64_t>{1, 1}}, {"size", std::vector<int64_t>{2, 2}}};
+  CheckUnary("Slice", Shape({3, 4}), Shape({2, 2}), -1.5, 1.5, middle);
+  const AttrMap to_end{{"begin", std::vector<int64_t>{0, 2, 1}}, {"size", std::vector<int64_t>{-1, 1, -1}}};
+  CheckUnary("Slice", Shape({2, 3, 4}), Shape({2, 1, 3}), -1.5, 1.5, to_end);
+  const AttrMap whole{{"begin", std::vector<int64_t>{0}}, {"size", std::vector<int64_t>{-1}}};
+  CheckUnary("Slice", Shape({5}), Shape({5}), -1.5, 1.5, whole);
+  const AttrMap empty{{"begin", std::vector<int64_t>{1, 0}}, {"size", std::vector<int64_t>{0, 4}}};
+  CheckUnary("Slice", Shape({3, 4}), Shape({0, 4}), -1.5, 1.5, empty);
+}
+
+TEST(OpGradients, Concat) {
+  for (int64_t axis : {0, 1, -1}) {
+    SCOPED_TRACE(axis);
+    GraphBuilder b;
+    Output a = b.Placeholder("a", DType::kFloat64);
+    Output c = b.Placeholder("c", DType::kFloat64);
+    Output d = b.Placeholder("d", DType::kFloat64);
+    // Inputs of different sizes along the axis, one used twice.
+    Output y = b.Concat({a, c, a, d}, axis);
+    const Shape out = axis == 0 ? Shape({9, 2}) : Shape({2, 9});
+    b.Identity(b.Sum(b.Mul(y, b.Const(Random(out, 7)))), "loss");
+    auto g = b.Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto shape = [&](int64_t n) { return axis == 0 ? Shape({n, 2}) : Shape({2, n}); };
+    auto r = CheckGradients(*g, "loss", {"a", "c", "d"},
+                            {{"a", Random(shape(2), 1)}, {"c", Random(shape(4), 2)}, {"d", Random(shape(1), 3)}});
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  CheckUnary("Concat", Shape({3}), Shape({3}), -1.5, 1.5, {{"axis", int64_t{0}}});  // one input
+}
+
+TEST(OpGradients, Gather) {
+  const Tensor rows = Tensor::Vector<int64_t>({2, 0, 2, 3, 2});  // repeats accumulate
+  for (int64_t axis : {0, 1}) {
+    SCOPED_TRACE(axis);
+    GraphBuilder b;
+    Output params = b.Placeholder("p", DType::kFloat64);
+    Output y = b.Gather(params, b.Const(rows), axis);
+    b.Identity(b.Sum(b.Mul(y, b.Const(Random(axis == 0 ? Shape({5, 3}) : Shape({4, 5}), 7)))), "loss");
+    auto g = b.Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto r = CheckGradients(*g, "loss", {"p"}, {{"p", Random(axis == 0 ? Shape({4, 3}) : Shape({4, 4}), 1)}});
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  {
+    // A scalar index (a TreeRNN leaf reading its row), int32 indices of a
+    // matrix, and a rank-1 params vector.
+    GraphBuilder b;
+    Output params = b.Placeholder("p", DType::kFloat64);
+    Output v = b.Placeholder("v", DType::kFloat64);
+    Output row = b.Gather(params, b.Const<int64_t>(1));
+    Output m = b.Gather(params, b.Const(*Tensor::FromVector<int32_t>({0, 1, 1, 0}, Shape({2, 2}))));
+    Output s = b.Gather(v, b.Const(Tensor::Vector<int64_t>({4, 4, 0})));
+    b.Identity(b.Add(b.Add(b.Sum(b.Mul(row, b.Const(Random(Shape({3}), 8)))),
+                           b.Sum(b.Mul(m, b.Const(Random(Shape({2, 2, 3}), 9))))),
+                     b.Sum(b.Mul(s, b.Const(Random(Shape({3}), 10))))),
+               "loss");
+    auto g = b.Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto r = CheckGradients(*g, "loss", {"p", "v"}, {{"p", Random(Shape({3, 3}), 1)}, {"v", Random(Shape({5}), 2)}});
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+}
+
+// The three ops together inside a recursive function, as the TreeRNN uses
+// them: the gradient crosses calls and a Cond.
+TEST(OpGradients, SliceGatherConcatInARecursiveFunction) {
+  // f(i, t) = i == 0 ? t[0:1, :]
+  //                   : column sums of Concat(f(i-1, t), tanh(t[1:2, :] * f(i-1, t))), a [1, 2] row.
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f", {{"i", DType::kInt64}, {"t", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        Output i = a[0], t = a[1];
+        return f.Cond(
+            f.Equal(i, f.Const<int64_t>(0)),
+            [&] { return std::vector<Output>{f.Gather(t, f.Const(Tensor::Vector<int64_t>({0})))}; },
+            [&] {
+              Output prev = f.Call("f", {f.Sub(i, f.Const<int64_t>(1)), t})[0];
+              Output row = f.Op("Slice", {t}, {{"begin", std::vector<int64_t>{1, 0}},
+                                               {"size", std::vector<int64_t>{1, -1}}});
+              Output both = f.Concat({prev, f.Tanh(f.Mul(row, prev))}, 0);
+              return std::vector<Output>{f.Sum(both, {0}, true)};
+            });
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output t = b.Placeholder("t", DType::kFloat64);
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Sum(b.Call("f", {n, t})[0]), "loss");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto r = CheckGradients(*g, "loss", {"t"}, {{"t", Random(Shape({3, 2}), 4, -0.8, 0.8)}, {"n", Tensor::Scalar<int64_t>(4)}});
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
 TEST(OpGradients, AddNSelectCast) {
   {
     GraphBuilder b;

@@ -145,6 +145,58 @@ TEST(GatherKernel, BadIndexIsNamed) {
   EXPECT_EQ(RunError("Gather", {params, I64({0}, {1})}, {{"axis", 2}}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// ---- gradient helpers ----
+
+TEST(ConcatGradKernel, SplitsDyIntoTheInputsBlocks) {
+  Tensor dy = I64(Iota(6), {2, 3});
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunOp("ConcatGrad", {dy, I64({0, 0}, {2, 1}), I64({0, 0, 0, 0}, {2, 2})}, {{"axis", 1}}, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(TensorEq((*out)[0], I64({0, 3}, {2, 1})));
+  EXPECT_TRUE(TensorEq((*out)[1], I64({1, 2, 4, 5}, {2, 2})));
+  out = RunOp("ConcatGrad", {dy, I64({}, {0, 3}), I64({0, 0, 0}, {1, 3}), I64({0, 0, 0}, {1, 3})}, {{"axis", 0}}, 3);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, 3}));
+  EXPECT_TRUE(TensorEq((*out)[1], I64({0, 1, 2}, {1, 3})));
+  EXPECT_TRUE(TensorEq((*out)[2], I64({3, 4, 5}, {1, 3})));
+  absl::Status s = RunError("ConcatGrad", {dy, I64({0, 0}, {2, 1})}, {{"axis", 1}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("add up to 1"));
+  EXPECT_EQ(RunError("ConcatGrad", {dy, I64({0, 0}, {1, 2})}, {{"axis", 1}}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SliceGradKernel, PadsDyWithZeros) {
+  Tensor x = F64(std::vector<double>(12, 9.0), {3, 4});
+  EXPECT_TRUE(TensorEq(Run1("SliceGrad", {x, F64({1, 2, 3, 4}, {2, 2})}, SliceAttrs({1, 1}, {2, 2})),
+                       F64({0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0}, {3, 4})));
+  EXPECT_TRUE(TensorEq(Run1("SliceGrad", {x, F64({1, 2, 3}, {1, 3})}, SliceAttrs({2, 1}, {-1, -1})),
+                       F64({0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3}, {3, 4})));
+  absl::Status s = RunError("SliceGrad", {x, F64({1, 2}, {1, 2})}, SliceAttrs({1, 1}, {2, 2}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[2,2]"));
+  EXPECT_EQ(RunError("SliceGrad", {x, F64({1}, {1, 1})}, SliceAttrs({3, 0}, {1, 1})).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GatherGradKernel, ScatterAddsRowsIncludingRepeats) {
+  Tensor params = F64({0, 0, 0, 0, 0, 0}, {3, 2});
+  EXPECT_TRUE(TensorEq(Run1("GatherGrad", {params, I64({2, 0, 2}, {3}), F64({1, 2, 3, 4, 5, 6}, {3, 2})}),
+                       F64({3, 4, 0, 0, 6, 8}, {3, 2})));
+  EXPECT_TRUE(TensorEq(Run1("GatherGrad", {params, Tensor::Scalar<int64_t>(1), F64({7, 8}, {2})}),
+                       F64({0, 0, 7, 8, 0, 0}, {3, 2})));
+  EXPECT_TRUE(TensorEq(Run1("GatherGrad", {params, I32({1, 1}, {2}), F64({1, 2, 3, 4, 5, 6}, {3, 2})}, {{"axis", 1}}),
+                       F64({0, 3, 0, 7, 0, 11}, {3, 2})));
+  absl::Status s = RunError("GatherGrad", {params, I64({3}, {1}), F64({1, 2}, {1, 2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("index 3"));
+  s = RunError("GatherGrad", {params, I64({0, 1}, {2}), F64({1, 2}, {1, 2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("gives [2,2]"));
+  EXPECT_EQ(RunError("GatherGrad", {params, F64({0}, {1}), F64({1, 2}, {1, 2})}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BroadcastToKernel, ExpandsToTheOtherShape) {
   EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {F64({1, 2}, {2}), F64({0, 0, 0, 0, 0, 0}, {3, 2})}),
                        F64({1, 2, 1, 2, 1, 2}, {3, 2})));

@@ -1,5 +1,6 @@
 // Shape-manipulating CPU kernels: Reshape, ReshapeLike, Transpose, Concat,
-// Slice, Gather, BroadcastTo.
+// Slice, Gather, BroadcastTo, and the gradient helpers ConcatGrad, SliceGrad
+// and GatherGrad.
 //
 // These only move elements, so they copy by element size (1, 4 or 8 bytes)
 // instead of by dtype. Reshape and ReshapeLike share the input's buffer.
@@ -357,6 +358,225 @@ class GatherKernel final : public OpKernel {
 };
 
 // ---------------------------------------------------------------------------
+// Gradient helpers.
+
+// ConcatGrad(dy, x_0, ..., x_{n-1}): output k is the block of dy that came
+// from x_k (x_k gives only its shape).
+class ConcatGradKernel final : public OpKernel {
+ public:
+  explicit ConcatGradKernel(int64_t axis) : axis_(axis) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    TDF_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis"));
+    return std::unique_ptr<OpKernel>(std::make_unique<ConcatGradKernel>(axis));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    const int n = ctx.num_inputs() - 1;
+    if (n < 1) return kernels::MinArityError(2, ctx.num_inputs());
+    TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    const Tensor& dy = ctx.input(0);
+    if (!dy.valid()) return InvalidInput(0);
+    const int rank = dy.rank();
+    if (rank == 0) return absl::InvalidArgumentError("ConcatGrad: dy must have rank >= 1, got a scalar");
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
+    int64_t axis_total = 0;
+    for (int i = 1; i <= n; ++i) {
+      const Tensor& x = ctx.input(i);
+      if (!x.valid()) return InvalidInput(i);
+      bool ok = x.rank() == rank;
+      for (int d = 0; ok && d < rank; ++d) ok = d == axis || x.shape().dim(d) == dy.shape().dim(d);
+      if (!ok)
+        return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": dy has shape ",
+                                                       dy.shape().DebugString(), ", input ", i, " has shape ",
+                                                       x.shape().DebugString()));
+      axis_total += x.shape().dim(axis);
+    }
+    if (axis_total != dy.shape().dim(axis))
+      return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": the inputs add up to ",
+                                                     axis_total, " but dy has shape ", dy.shape().DebugString()));
+    if (n == 1) {
+      ctx.set_output(0, dy);
+      return absl::OkStatus();
+    }
+    const size_t elem = DTypeSize(dy.dtype());
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= dy.shape().dim(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= dy.shape().dim(d);
+    const char* src = static_cast<const char*>(dy.raw_data());
+    const size_t dy_row = static_cast<size_t>(axis_total * inner) * elem;
+    size_t col = 0;
+    for (int i = 1; i <= n; ++i) {
+      const Tensor& x = ctx.input(i);
+      TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(dy.dtype(), x.shape()));
+      const size_t row = static_cast<size_t>(x.shape().dim(axis) * inner) * elem;
+      char* dst = static_cast<char*>(out.raw_mutable_data());
+      if (row > 0)
+        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * dy_row + col, row);
+      col += row;
+      ctx.set_output(i - 1, std::move(out));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t axis_;
+};
+
+// SliceGrad(x, dy): zeros of x's shape with dy written at `begin`.
+class SliceGradKernel final : public OpKernel {
+ public:
+  SliceGradKernel(std::vector<int64_t> begin, std::vector<int64_t> size)
+      : begin_(std::move(begin)), size_(std::move(size)) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
+    if (begin.size() != size.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("SliceGrad: begin has ", begin.size(), " entries but size has ", size.size()));
+    return std::unique_ptr<OpKernel>(std::make_unique<SliceGradKernel>(std::move(begin), std::move(size)));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
+    const Tensor& x = ctx.input(0);
+    const Tensor& dy = ctx.input(1);
+    if (!x.valid()) return InvalidInput(0);
+    if (!dy.valid()) return InvalidInput(1);
+    const int rank = x.rank();
+    if (static_cast<int>(begin_.size()) != rank)
+      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: begin/size have ", begin_.size(),
+                                                     " entries but x has rank ", rank, " (shape ",
+                                                     x.shape().DebugString(), ")"));
+    const Dims strides = kernels::RowMajorStrides(x.shape());
+    Shape slice;
+    int64_t base = 0;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t dim = x.shape().dim(d);
+      const int64_t b = begin_[d];
+      const int64_t s = size_[d] == -1 ? dim - b : size_[d];
+      if (b < 0 || b > dim || s < 0 || s > dim - b)
+        return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dim ", d, " of shape ", x.shape().DebugString(),
+                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
+      slice.AddDim(s);
+      base += b * strides[d];
+    }
+    if (dy.shape() != slice || dy.dtype() != x.dtype())
+      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dy is ", DTypeName(dy.dtype()), " ",
+                                                     dy.shape().DebugString(), ", the slice of x is ",
+                                                     DTypeName(x.dtype()), " ", slice.DebugString()));
+    if (slice == x.shape()) {
+      ctx.set_output(0, dy);
+      return absl::OkStatus();
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(x.dtype(), x.shape()));
+    if (dy.num_elements() > 0) {
+      DispatchBySize(x.dtype(), [&](auto zero) {
+        using U = decltype(zero);
+        const U* src = static_cast<const U*>(dy.raw_data());
+        U* dst = static_cast<U*>(out.raw_mutable_data()) + base;
+        std::array<Dims, 1> s = {strides};
+        kernels::ForEachBroadcast<1>(slice, s, [&](int64_t o, int64_t i) { dst[i] = src[o]; });
+      });
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<int64_t> begin_;
+  const std::vector<int64_t> size_;
+};
+
+// GatherGrad(params, indices, dy): zeros of params' shape; the slice of dy
+// for index j is added at row indices[j] along `axis` (params gives only its
+// shape). Repeated indices accumulate.
+class GatherGradKernel final : public OpKernel {
+ public:
+  explicit GatherGradKernel(int64_t axis) : axis_(axis) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    return std::unique_ptr<OpKernel>(std::make_unique<GatherGradKernel>(node.GetIntOr("axis", 0)));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckInputs(ctx, 3));
+    const Tensor& params = ctx.input(0);
+    const Tensor& indices = ctx.input(1);
+    const Tensor& dy = ctx.input(2);
+    if (!params.valid()) return InvalidInput(0);
+    if (!dy.valid()) return InvalidInput(2);
+    if (params.rank() == 0) return absl::InvalidArgumentError("GatherGrad: params must have rank >= 1, got a scalar");
+    if (dy.dtype() != params.dtype()) return kernels::DTypeMismatchError(params.dtype(), dy.dtype());
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
+    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
+      return absl::InvalidArgumentError(
+          absl::StrCat("GatherGrad: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
+    // dy must have Gather's output shape.
+    const Shape& ps = params.shape();
+    Shape want;
+    for (int d = 0; d < axis; ++d) want.AddDim(ps.dim(d));
+    for (int64_t d : indices.shape().dims()) want.AddDim(d);
+    for (int d = axis + 1; d < ps.rank(); ++d) want.AddDim(ps.dim(d));
+    if (dy.shape() != want)
+      return absl::InvalidArgumentError(absl::StrCat("GatherGrad: dy has shape ", dy.shape().DebugString(),
+                                                     ", Gather of params ", ps.DebugString(), " by indices ",
+                                                     indices.shape().DebugString(), " gives ", want.DebugString()));
+    absl::Status status = absl::OkStatus();
+    switch (params.dtype()) {
+      case DType::kFloat32: status = Dispatch<float>(ctx, params, indices, dy, axis); break;
+      case DType::kFloat64: status = Dispatch<double>(ctx, params, indices, dy, axis); break;
+      case DType::kInt32: status = Dispatch<int32_t>(ctx, params, indices, dy, axis); break;
+      case DType::kInt64: status = Dispatch<int64_t>(ctx, params, indices, dy, axis); break;
+      default: return kernels::UnsupportedDTypeError("GatherGrad", params.dtype());
+    }
+    return status;
+  }
+
+ private:
+  template <typename T>
+  static absl::Status Dispatch(KernelContext& ctx, const Tensor& params, const Tensor& indices, const Tensor& dy,
+                               int axis) {
+    if (indices.dtype() == DType::kInt64) return Scatter<T, int64_t>(ctx, params, indices, dy, axis);
+    return Scatter<T, int32_t>(ctx, params, indices, dy, axis);
+  }
+
+  template <typename T, typename I>
+  static absl::Status Scatter(KernelContext& ctx, const Tensor& params, const Tensor& indices, const Tensor& dy,
+                              int axis) {
+    const Shape& ps = params.shape();
+    const int64_t limit = ps.dim(axis);
+    const I* idx = indices.data<I>();
+    const int64_t count = indices.num_elements();
+    for (int64_t j = 0; j < count; ++j) {
+      if (idx[j] < 0 || idx[j] >= limit)
+        return absl::InvalidArgumentError(absl::StrCat("GatherGrad: index ", idx[j], " (at position ", j,
+                                                       ") is out of range [0, ", limit, ") for axis ", axis,
+                                                       " of params shape ", ps.DebugString()));
+    }
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= ps.dim(d);
+    for (int d = axis + 1; d < ps.rank(); ++d) inner *= ps.dim(d);
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(params.dtype(), ps));
+    const T* src = dy.data<T>();
+    T* dst = out.mutable_data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      T* block = dst + o * limit * inner;
+      for (int64_t j = 0; j < count; ++j) {
+        T* row = block + static_cast<int64_t>(idx[j]) * inner;
+        for (int64_t k = 0; k < inner; ++k) row[k] = kernels::WrapAdd(row[k], src[k]);
+        src += inner;
+      }
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+  const int64_t axis_;
+};
+
+// ---------------------------------------------------------------------------
 
 class BroadcastToKernel final : public OpKernel {
  public:
@@ -397,6 +617,9 @@ void RegisterArrayKernels(KernelRegistry& r) {
   kernels::RegisterCpu<ConcatKernel>(r, "Concat");
   kernels::RegisterCpu<SliceKernel>(r, "Slice");
   kernels::RegisterCpu<GatherKernel>(r, "Gather");
+  kernels::RegisterCpu<ConcatGradKernel>(r, "ConcatGrad");
+  kernels::RegisterCpu<SliceGradKernel>(r, "SliceGrad");
+  kernels::RegisterCpu<GatherGradKernel>(r, "GatherGrad");
   r.Register("BroadcastTo", Device::Type::kCpu,
              [](const NodeDef& n) { return kernels::CreateSimple<BroadcastToKernel>(n); });
 }
