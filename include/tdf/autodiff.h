@@ -31,8 +31,16 @@
 // Split sites need ExecutionMode::kStatic (the dynamic baseline's Invoke
 // instantiates whole calls).
 //
-// Integer and bool values get no gradient. Loops (Enter/Exit/NextIteration)
-// on the gradient path are not supported yet (kUnimplemented).
+// While loops on the gradient path become tail-recursive functions first,
+//   while (c(v)) v = b(v)   =>   L(v, inv) = c(v) ? L(b(v), inv) : v,
+// so their gradients come from the same fused machinery: the body's gradient
+// runs once per iteration in reverse, each iteration's forward values wait in
+// its invocation's frame (memory: iterations x frame, nothing recomputed),
+// and loop invariants' gradients are summed over the iterations. The lowered
+// loop no longer honours parallel_iterations (an invocation starts as soon as
+// its arguments arrive). Loops off the gradient path stay loops.
+//
+// Integer and bool values get no gradient.
 #ifndef TDF_AUTODIFF_H_
 #define TDF_AUTODIFF_H_
 

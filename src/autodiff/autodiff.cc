@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "autodiff/emitter.h"
+#include "autodiff/loop_lowering.h"
 #include "tdf/autodiff.h"
 #include "tdf/status.h"
 
@@ -44,6 +45,50 @@ absl::StatusOr<std::string> Canonical(const std::string& name) {
   TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(name));
   if (ref.is_control) return absl::InvalidArgumentError(absl::StrCat("'", name, "' is a control input, not an output"));
   return Key(ref.node, ref.port);
+}
+
+// The loop nodes (Enter, Exit, NextIteration) on a data path from an x to a
+// y of the scope `nodes`.
+absl::StatusOr<std::set<std::string>> LoopNodesOnPath(const std::vector<NodeDef>& nodes,
+                                                      const std::vector<std::string>& ys,
+                                                      const std::vector<std::string>& xs) {
+  const int n = static_cast<int>(nodes.size());
+  std::map<std::string, int> index;
+  for (int i = 0; i < n; ++i) index[nodes[i].name] = i;
+  std::vector<std::vector<int>> producers(n), consumers(n);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < nodes[i].num_data_inputs(); ++k) {
+      TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(nodes[i].input[k]));
+      auto it = index.find(ref.node);
+      if (it == index.end()) continue;  // reported by Backprop
+      producers[i].push_back(it->second);
+      consumers[it->second].push_back(i);
+    }
+  }
+  auto reach = [&](const std::vector<std::string>& from, const std::vector<std::vector<int>>& next) {
+    std::vector<char> seen(n, 0);
+    std::vector<int> work;
+    for (const std::string& name : from) {
+      absl::StatusOr<InputRef> ref = InputRef::Parse(name);
+      if (!ref.ok()) continue;
+      auto it = index.find(ref->node);
+      if (it != index.end() && !seen[it->second]) seen[it->second] = 1, work.push_back(it->second);
+    }
+    while (!work.empty()) {
+      const int i = work.back();
+      work.pop_back();
+      for (int j : next[i])
+        if (!seen[j]) seen[j] = 1, work.push_back(j);
+    }
+    return seen;
+  };
+  const std::vector<char> fwd = reach(xs, consumers), bwd = reach(ys, producers);
+  std::set<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    const std::string& op = nodes[i].op;
+    if (fwd[i] && bwd[i] && (op == "Enter" || op == "Exit" || op == "NextIteration")) out.insert(nodes[i].name);
+  }
+  return out;
 }
 
 class Differentiator {
@@ -72,6 +117,17 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
                                                                   const std::vector<std::string>& seeds,
                                                                   const std::vector<std::string>& xs,
                                                                   const std::vector<std::string>& dx_control) {
+  // While loops on the gradient path become tail-recursive functions first
+  // (loop_lowering.h); the rest of this function then sees only calls.
+  // Until none is left: a loop that fed only a dead end inside another loop
+  // joins the path once that loop has become a call.
+  for (;;) {
+    TDF_ASSIGN_OR_RETURN(std::set<std::string> loop_nodes, LoopNodesOnPath(nodes, ys, xs));
+    if (loop_nodes.empty()) break;
+    // An empty prefix marks a function body (ExtOf).
+    TDF_RETURN_IF_ERROR(autodiff::LowerLoopsToRecursion(nodes, graph_.library, prefix.empty(), loop_nodes));
+  }
+
   const int n0 = static_cast<int>(nodes.size());
   std::map<std::string, int> index;
   for (int i = 0; i < n0; ++i) index[nodes[i].name] = i;
@@ -131,8 +187,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     on[i] = fwd[i] && bwd[i];
     const std::string& op = nodes[i].op;
     if (on[i] && (op == "Enter" || op == "Exit" || op == "NextIteration"))
-      return NodeError(nodes[i], absl::StatusCode::kUnimplemented,
-                       "gradients through While loops are not implemented yet");
+      return NodeError(nodes[i], absl::StatusCode::kInternal, "a While loop on the gradient path was not lowered");
   }
   // Post-order over on-path nodes; visiting it backwards puts consumers first.
   std::vector<int> post;

@@ -336,6 +336,32 @@ class Compiler {
           }
           if (n.site_calls.size() > 64)
             return NodeError(def, absl::StatusCode::kUnimplemented, "a call site with more than 64 arguments");
+          // A split site (autodiff's paired forward/backward calls of f_ext)
+          // has parts: the Calls that control a common Return. A part whose
+          // arguments are all dead gives its Returns dead on its own, since
+          // the other part may be waiting for exactly those results.
+          {
+            std::set<std::string> part{def.name};
+            std::vector<int32_t> part_returns;
+            for (const auto& [ret, slot] : n.site_returns) {
+              const NodeDef& rdef = *nodes[ret].def;
+              bool mine = false;
+              for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) mine |= rdef.input[k] == "^" + def.name;
+              if (!mine) continue;
+              part_returns.push_back(ret);
+              for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) part.insert(rdef.input[k].substr(1));
+            }
+            n.part_mask = 0;
+            for (size_t i = 0; i < n.site_calls.size(); ++i)
+              if (part.count(nodes[n.site_calls[i]].def->name)) n.part_mask |= uint64_t{1} << i;
+            n.split_site = static_cast<size_t>(__builtin_popcountll(n.part_mask)) < n.site_calls.size();
+            if (n.split_site) {
+              std::vector<std::pair<int32_t, int32_t>> mine;
+              for (const auto& rs : n.site_returns)
+                if (std::find(part_returns.begin(), part_returns.end(), rs.first) != part_returns.end()) mine.push_back(rs);
+              n.site_returns = std::move(mine);
+            }
+          }
           // Arguments of the callee that no Call of this site supplies.
           std::set<int64_t> supplied;
           for (int32_t other : blk.nodes) {

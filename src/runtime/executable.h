@@ -111,6 +111,10 @@ struct ExecNode {
   // needs them drains as dead instead of waiting forever.
   std::vector<int32_t> site_calls;
   int32_t site_call_index = 0;
+  // Call of a split site: the site_calls bits of this Call's part; its
+  // site_returns are then the part's Returns only.
+  bool split_site = false;
+  uint64_t part_mask = 0;
   // Retval identity of a function (static mode): edges [begin, end) per label.
   std::vector<std::pair<int32_t, int32_t>> return_edges_by_label;
   // kArg / kRetval: the argument or result index; kPlaceholder: feed ordinal;

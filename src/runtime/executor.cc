@@ -288,6 +288,8 @@ class Worker {
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready);
+  int EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask);
   void FireInvoke(Frame* f, const ExecNode& n, bool dead);
   void FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead);
   Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
@@ -748,6 +750,10 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       ++self_ready;
     }
   }
+  if (n.split_site) {
+    FinishSplitCall(f, n, dead ? nullptr : child, dead ? 0 : child_ready, dead, self_ready);
+    return;
+  }
   bool last = true;
   int lives = dead ? 0 : 1;
   if (n.site_num_calls > 1) {
@@ -788,6 +794,82 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       }
     }
   }
+  Release(f, self_ready - 1);
+}
+
+int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
+  int ready = 0;
+  for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
+    if (!(mask & (uint64_t{1} << i))) continue;
+    for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
+      if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, Tensor(), true)) {
+        Push(child, e.dst);
+        ++ready;
+      }
+    }
+  }
+  return ready;
+}
+
+// The rest of FireCall at a split site (autodiff's paired calls, one site of
+// f_ext with a forward and a backward part). Parts complete independently:
+// when a part's last Call arrives, its dead arguments enter the invocation
+// at once, or, when the part is all dead and no live argument has reached
+// the site, its Returns emit dead without an invocation. Waiting for the
+// whole site instead would deadlock: the backward part's arguments are
+// computed from the forward part's results.
+void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready) {
+  ChildSlot& cs = f->children()[n.child_slot];
+  const uint64_t bit = uint64_t{1} << n.site_call_index;
+  if (dead) {
+    cs.dead_calls.fetch_or(bit, std::memory_order_acq_rel);
+  } else if (cs.arrivals.fetch_add(1u << 16, std::memory_order_acq_rel) & kSiteClosedDead) {
+    // Another part already returned dead: this live argument has no
+    // consistent invocation to join (never the case for graphs that
+    // AddGradients builds, where both parts share their Cond context).
+    run_->Fail(absl::FailedPreconditionError(
+        absl::StrCat(NodeAtTag(n, f), ": a live argument reached a call site whose other part was all dead")));
+    Release(child, child_delta);
+    Release(f, self_ready - 1);
+    return;
+  }
+  const uint64_t arrived = cs.arrived.fetch_or(bit, std::memory_order_acq_rel) | bit;
+  const uint64_t all = n.site_calls.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << n.site_calls.size()) - 1;
+  auto existing_child = [&]() -> Frame* {
+    if (child != nullptr) return child;
+    void* c = cs.child.load(std::memory_order_acquire);
+    return c == nullptr || c == kChildDone ? nullptr : static_cast<Frame*>(c);
+  };
+  if ((arrived & n.part_mask) == n.part_mask) {
+    const uint64_t part_dead = cs.dead_calls.load(std::memory_order_acquire) & n.part_mask;
+    bool closed = false;
+    if (part_dead == n.part_mask) {
+      uint32_t cur = cs.arrivals.load(std::memory_order_acquire);
+      while (((cur >> 16) & 0x7FFF) == 0) {
+        if (cs.arrivals.compare_exchange_weak(cur, cur | kSiteClosedDead, std::memory_order_acq_rel)) {
+          closed = true;
+          break;
+        }
+      }
+    }
+    if (closed) {
+      for (const auto& [ret, slot] : n.site_returns) {
+        if (DeliverToNode(f, ret, slot, Tensor(), true)) {
+          Push(f, ret);
+          ++self_ready;
+        }
+      }
+    } else if (part_dead != 0) {
+      child = existing_child();  // a live argument created it
+      if (child != nullptr) child_delta += EnterDeadArgs(child, n, part_dead);
+    }
+  }
+  if (arrived == all) {
+    // The site's last Call drops the invocation's external reference.
+    child = existing_child();
+    if (child != nullptr) child_delta -= 1;
+  }
+  if (child != nullptr) Release(child, child_delta);
   Release(f, self_ready - 1);
 }
 

@@ -44,7 +44,11 @@ struct ChildSlot {
   std::atomic<void*> child{nullptr};     // Frame* (call site) or LoopState* (loop)
   std::atomic<uint32_t> arrivals{0};     // Call nodes fired at this site: (live << 16) | total
   std::atomic<uint64_t> dead_calls{0};   // bit i: site_calls[i] fired dead
+  std::atomic<uint64_t> arrived{0};      // split sites: bit i: site_calls[i] fired
 };
+// ChildSlot::arrivals: the site gave its Returns dead without an invocation
+// (split sites: a part that arrived all dead before any live argument).
+constexpr uint32_t kSiteClosedDead = uint32_t{1} << 31;
 
 struct Frame {
   enum class Kind : uint8_t { kRoot, kInvocation, kIteration };

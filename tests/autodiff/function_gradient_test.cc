@@ -278,3 +278,46 @@ TEST(FunctionGradients, PartialInvocationReturnsY) {
 
 }  // namespace
 }  // namespace tdf
+
+namespace tdf {
+namespace {
+
+TEST(FunctionGradients, CallInTheUntakenBranchDrainsWithoutAnInvocation) {
+  // y = p ? (x > 0 ? tanh(exp(x, 3)) * x : x) : x * x. With p false the
+  // split site of exp_ext gets only dead arguments and must drain without
+  // an invocation; with p true one invocation per depth. (The seeds 9145
+  // and 12028 of RandomPrograms.WithWhileLoops* are the cases where the
+  // backward part waited for the dead forward part's results.)
+  GraphBuilder b;
+  DefineExp(b);
+  Output x = b.Placeholder("x", kF);
+  Output p = b.Placeholder("p", DType::kBool);
+  Output r = b.Cond(
+      p,
+      [&] {
+        Output q = b.Greater(x, b.Const<double>(0.0));
+        return b.Cond(
+            q,
+            [&] {
+              Output e = b.Call("exp", {x, b.Const<int64_t>(3)})[0];
+              return std::vector<Output>{b.Mul(b.Tanh(e), x)};
+            },
+            [&] { return std::vector<Output>{x}; });
+      },
+      [&] { return std::vector<Output>{b.Mul(x, x)}; })[0];
+  b.Identity(r, "y");
+  const Graph g = *b.Build();
+  for (bool pv : {false, true}) {
+    for (int workers : {1, 2, 8}) {
+      SessionOptions o;
+      o.num_workers = workers;
+      auto res = CheckGradients(g, "y", {"x"}, {{"x", Tensor::Scalar<double>(0.8)}, {"p", Tensor::Scalar<bool>(pv)}},
+                                1e-6, 1e-6, o);
+      ASSERT_TRUE(res.ok()) << "p=" << pv << " workers=" << workers << ": " << res.status();
+      EXPECT_EQ(res->stats.frames_created, pv ? 1 + 4 : 1);  // root (+ exp_ext at depths 3..0)
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tdf

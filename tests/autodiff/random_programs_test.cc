@@ -1,6 +1,8 @@
 // A few hundred seeded random programs — compositions of elementwise ops,
-// Conds (nested), and calls of a recursive function of random depth —
+// Conds (nested), While loops (nested, with captured invariants, Conds and
+// calls inside) and calls of a recursive function of random depth —
 // differentiated and checked against central finite differences.
+#include <algorithm>
 #include <random>
 
 #include "autodiff_test_util.h"
@@ -19,7 +21,7 @@ class ProgramGenerator {
  public:
   explicit ProgramGenerator(uint32_t seed) : rng_(seed) {}
 
-  Graph Generate(bool with_calls) {
+  Graph Generate(bool with_calls, bool with_loops = false) {
     GraphBuilder b;
     if (with_calls) {
       // rf(x, n) = n == 0 ? tanh(x) : x * c1 + tanh(rf(x * c2, n - 1)) * x
@@ -40,7 +42,7 @@ class ProgramGenerator {
     }
     std::vector<Output> pool = {b.Placeholder("x0", kF), b.Placeholder("x1", kF)};
     const int steps = 3 + Int(0, 6);
-    Grow(b, pool, steps, with_calls, 2);
+    Grow(b, pool, steps, with_calls, 2, with_loops ? 2 : 0);
     Output y = pool.back();
     y = b.Add(y, b.Mul(pool[pool.size() - 2], b.Const<double>(Uniform(-1, 1))));
     b.Identity(y, "y");
@@ -55,9 +57,9 @@ class ProgramGenerator {
  private:
   Output Pick(const std::vector<Output>& pool) { return pool[Int(0, static_cast<int>(pool.size()) - 1)]; }
 
-  void Grow(GraphBuilder& b, std::vector<Output>& pool, int steps, bool with_calls, int cond_depth) {
+  void Grow(GraphBuilder& b, std::vector<Output>& pool, int steps, bool with_calls, int cond_depth, int loop_depth) {
     for (int s = 0; s < steps; ++s) {
-      const int kind = Int(0, with_calls ? 9 : 8);
+      const int kind = Int(0, loop_depth > 0 ? 11 : with_calls ? 9 : 8);
       Output v;
       if (kind <= 3) {
         Output a = Pick(pool);
@@ -86,14 +88,32 @@ class ProgramGenerator {
             p,
             [&] {
               std::vector<Output> local = snapshot;
-              Grow(b, local, then_steps, with_calls, cond_depth - 1);
+              Grow(b, local, then_steps, with_calls, cond_depth - 1, loop_depth);
               return std::vector<Output>{local.back()};
             },
             [&] {
               std::vector<Output> local = snapshot;
-              Grow(b, local, else_steps, with_calls, cond_depth - 1);
+              Grow(b, local, else_steps, with_calls, cond_depth - 1, loop_depth);
               return std::vector<Output>{local.back()};
             })[0];
+      } else if (kind >= 10) {
+        // A loop of 0..3 iterations over two float variables; the body reads
+        // the enclosing values (loop invariants) too.
+        const int64_t iterations = Int(0, 3);
+        const int body_steps = Int(1, 3);
+        std::vector<Output> snapshot = pool;
+        std::vector<Output> out = b.While(
+            [&](const std::vector<Output>& l) { return b.Less(l[0], b.Const<int64_t>(iterations)); },
+            [&](const std::vector<Output>& l) {
+              std::vector<Output> local = snapshot;
+              local.push_back(l[1]);
+              local.push_back(l[2]);
+              Grow(b, local, body_steps, with_calls, std::max(cond_depth - 1, 0), loop_depth - 1);
+              return std::vector<Output>{b.Add(l[0], b.Const<int64_t>(1)), b.Tanh(local.back()),
+                                         b.Tanh(b.Add(l[1], local[local.size() - 2]))};
+            },
+            {b.Const<int64_t>(0), Pick(pool), Pick(pool)});
+        v = b.Add(out[1], b.Mul(out[2], b.Const<double>(Uniform(-1, 1))));
       } else if (with_calls) {
         v = b.Call("rf", {Pick(pool), b.Const<int64_t>(Int(0, 4))})[0];
       } else {
@@ -106,11 +126,11 @@ class ProgramGenerator {
   std::mt19937 rng_;
 };
 
-void RunPrograms(uint32_t first_seed, int count, bool with_calls) {
+void RunPrograms(uint32_t first_seed, int count, bool with_calls, bool with_loops = false) {
   for (int k = 0; k < count; ++k) {
     const uint32_t seed = first_seed + k;
     ProgramGenerator gen(seed);
-    Graph g = gen.Generate(with_calls);
+    Graph g = gen.Generate(with_calls, with_loops);
     const double x0 = gen.Uniform(-1.2, 1.2), x1 = gen.Uniform(-1.2, 1.2);
     auto res = CheckGradients(g, "y", {"x0", "x1"},
                               {{"x0", Tensor::Scalar<double>(x0)}, {"x1", Tensor::Scalar<double>(x1)}}, 1e-6);
@@ -121,6 +141,10 @@ void RunPrograms(uint32_t first_seed, int count, bool with_calls) {
 TEST(RandomPrograms, ElementwiseAndConds) { RunPrograms(1000, 200, false); }
 
 TEST(RandomPrograms, WithRecursiveCalls) { RunPrograms(5000, 150, true); }
+
+TEST(RandomPrograms, WithWhileLoops) { RunPrograms(9000, 150, false, true); }
+
+TEST(RandomPrograms, WithWhileLoopsAndRecursiveCalls) { RunPrograms(12000, 100, true, true); }
 
 }  // namespace
 }  // namespace tdf
