@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/sync.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -46,20 +47,20 @@ struct Firing {
 class RecordingObserver : public ExecutionObserver {
  public:
   void OnFiring(const FiringEvent& e) override {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     firings_.push_back(Firing{*e.node, *e.op, e.tag, e.dead, e.worker});
   }
   std::vector<Firing> Firings() const {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     return firings_;
   }
   void Clear() {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     firings_.clear();
   }
   // The tags at which `node` fired with the given deadness.
   std::multiset<std::string> Tags(const std::string& node, bool dead = false) const {
-    absl::MutexLock lock(&mu_);
+    base::MutexLock lock(&mu_);
     std::multiset<std::string> out;
     for (const Firing& f : firings_)
       if (f.node == node && f.dead == dead) out.insert(f.tag);
