@@ -1358,7 +1358,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   tbb::task_group group;
   run.group = &group;
   TDF_TSAN_RELEASE(&run);
-  arena_->execute([&] {
+#ifdef TDF_TSAN
+  // When runs from several threads fill the shared arena, oneTBB hands a
+  // caller's functor to a thread inside the arena: a hand-off TSan cannot
+  // see (oneTBB is not instrumented), reported as races on the functor. A
+  // run of its own arena is never handed off; the workers' code is the same.
+  tbb::task_arena run_arena(std::max(1, options_.num_workers));
+  tbb::task_arena& arena = run_arena;
+#else
+  tbb::task_arena& arena = *arena_;
+#endif
+  arena.execute([&] {
     tbb::task_handle root_task = group.defer([&] {
       TDF_TSAN_ACQUIRE(&tsan_task_handoff);
       TDF_TSAN_ACQUIRE(&run);
