@@ -23,12 +23,14 @@
 //
 //   tdf_treernn_bench [--quick] [--smoke] [--batch_sizes=1,5,10,25] [--workers=N]
 //                     [--filter=REGEX] [--data=SST.txt] [--trees=N] [--vocab=N]
-//                     [--embedding=N] [--hidden=N] [--csv=PATH] [--no_verify] [--benchmark_*=...]
+//                     [--embedding=N] [--hidden=N] [--repetitions=N] [--csv=PATH] [--no_verify]
+//                     [--benchmark_*=...]
 //   --quick   100 training / 50 test trees, short measurements
 //   --smoke   a tiny model on tiny trees, batch sizes 1 and 3: for ctest
 //   --data    read SST trees (PTB format) instead of generating them
 #include <regex.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -65,6 +68,7 @@ struct Flags {
   int hidden = 150;
   std::string csv;
   bool verify = true;
+  int repetitions = 0;  // 0: 1 with --quick, else 3
   bool user_min_time = false;
   std::vector<std::string> benchmark_args;
 };
@@ -82,6 +86,7 @@ void PrintUsage() {
                "  --data=PATH      SST trees in PTB format, one per line, instead of generated ones\n"
                "  --trees=N        generated training trees (default 700; 200 test trees)\n"
                "  --vocab=N        generated vocabulary size (default 3000)\n"
+               "  --repetitions=N  measure each case N times, report the median (default 3; 1 with --quick)\n"
                "  --csv=PATH       also write the table as CSV\n"
                "  --no_verify      skip the float64 check against native before the measurements\n");
 }
@@ -114,6 +119,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       }
     } else if (value("--workers", &v)) {
       ok = ParseInt(v, &f->extra_workers);
+    } else if (value("--repetitions", &v)) {
+      ok = ParseInt(v, &f->repetitions);
     } else if (value("--trees", &v)) {
       ok = ParseInt(v, &f->trees);
     } else if (value("--vocab", &v)) {
@@ -158,7 +165,8 @@ struct Result {
   bool ran = false;
   bool ok = false;
   bool unimplemented = false;
-  double trees_per_s = NAN;
+  double trees_per_s = NAN;  // the median of the measurements with the most iterations
+  std::vector<std::pair<int64_t, double>> measurements;  // (iterations, trees/s) per call
   int64_t firings_per_run = 0;
   int64_t graph_nodes = 0;
   std::string error;
@@ -304,8 +312,19 @@ void Body(benchmark::State& state, int index) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.ran = true;
   r.ok = true;
-  r.trees_per_s = runs > 0 && seconds > 0 ? static_cast<double>(runs) * c.batch / seconds : NAN;
-  state.counters["trees_per_s"] = r.trees_per_s;
+  const double rate = runs > 0 && seconds > 0 ? static_cast<double>(runs) * c.batch / seconds : NAN;
+  state.counters["trees_per_s"] = rate;
+  // Google Benchmark calls this with growing iteration counts until the
+  // minimum time is reached, then repeats that count: the median of those.
+  r.measurements.emplace_back(runs, rate);
+  int64_t most = 0;
+  for (const auto& [n, v] : r.measurements) most = std::max(most, n);
+  std::vector<double> final_rates;
+  for (const auto& [n, v] : r.measurements)
+    if (n == most) final_rates.push_back(v);
+  std::sort(final_rates.begin(), final_rates.end());
+  const size_t m = final_rates.size();
+  r.trees_per_s = m % 2 == 1 ? final_rates[m / 2] : (final_rates[m / 2 - 1] + final_rates[m / 2]) / 2;
   if (!c.native) {
     r.firings_per_run = cache.model->last_stats().firings;
     r.graph_nodes = cache.model->graph_nodes();
@@ -425,7 +444,10 @@ void PrintTable(const std::vector<int>& workers, const TreebankStats& train_stat
               train_stats.mean_length, train_stats.max_length, train_stats.mean_depth, train_stats.max_depth,
               g->data.test.size());
   std::printf("batch: B trees per Session::Run (recursion: B root calls; iteration: B While loops; unrolled: build +\n"
-              "       differentiate + compile + run one graph per batch); native: Eigen, 1 thread\n\n");
+              "       differentiate + compile + run one graph per batch); native: Eigen, 1 thread\n");
+  const int reps = g->flags.smoke ? 1 : g->flags.repetitions > 0 ? g->flags.repetitions : g->flags.quick ? 1 : 3;
+  std::printf("timing: median of %d measurement(s) per case; %u hardware threads\n\n", reps,
+              std::thread::hardware_concurrency());
   std::string header = absl::StrFormat("%-10s %-10s", "mode", "impl");
   std::string sub = absl::StrFormat("%-10s %-10s", "", "");
   for (int b : g->flags.batch_sizes) {
@@ -590,6 +612,7 @@ int RealMain(int argc, char** argv) {
     benchmark::internal::Benchmark* bm = benchmark::RegisterBenchmark(
         state.cases[i].name.c_str(), [index](benchmark::State& s) { Body(s, index); });
     bm->UseRealTime()->Unit(benchmark::kMicrosecond);
+    if (!flags.smoke) bm->Repetitions(flags.repetitions > 0 ? flags.repetitions : flags.quick ? 1 : 3);
     if (!flags.user_min_time) {
       if (flags.smoke) {
         bm->Iterations(3);
