@@ -119,6 +119,9 @@ class Buffer {
   Device device() const { return device_; }
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
+  // True when one Rep alone references this buffer. Acquire: whatever
+  // earlier holders did with the data happened before their Unref.
+  bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
 
  private:
   Buffer(void* data, size_t bytes, Device device, Deleter deleter)
@@ -217,6 +220,15 @@ class Tensor {
   }
   const void* raw_data() const { return heap_ ? u_.rep->buffer->data() : static_cast<const void*>(&u_); }
   void* raw_mutable_data() { return heap_ ? u_.rep->buffer->data() : static_cast<void*>(&u_); }
+
+  // True when no other Tensor shares this one's storage (its Rep and buffer
+  // are referenced once; always true for an inline scalar), so writing
+  // through mutable_data() cannot be observed elsewhere. Only meaningful
+  // while nothing can take a new copy concurrently (e.g. under the lock of
+  // the variable that holds it): copies only ever raise the count.
+  bool RefCountIsOne() const {
+    return !heap_ || (u_.rep->refs.load(std::memory_order_acquire) == 1 && u_.rep->buffer->RefCountIsOne());
+  }
 
   // Shares the buffer. Errors if the element counts differ.
   absl::StatusOr<Tensor> Reshape(const Shape& shape) const;
