@@ -22,7 +22,7 @@
 //   * function bodies: Arg and Retval indices cover the signature exactly
 //     once with matching dtypes; no Variable or Placeholder in a body, no
 //     Arg or Retval in the main graph;
-//   * variables: Read/Assign/AssignAdd/AssignSub act on a variable handle
+//   * variables: Read/Assign/AssignAdd/AssignSub/ScatterAdd act on a variable handle
 //     whose dtype (where the Variable is visible in the same body) matches.
 //
 //   absl::Status s = tdf::Validate(graph);

@@ -330,6 +330,21 @@ void RegisterStateOps(OpRegistry& r) {
              .Doc("Atomically adds to the variable (read-modify-write); outputs the new value."));
   Add(r, OpSchema("AssignSub").Inputs(2).Attr("dtype", "type").Stateful().Infer(var_rule(true))
              .Doc("Atomically subtracts from the variable; outputs the new value."));
+  Add(r, OpSchema("ScatterAdd").Inputs(3).Attr("dtype", "type").Stateful()
+             .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
+               absl::Status s = RequireInput(ctx, 0, DType::kInt64, "variable handle");
+               if (!s.ok()) return s;
+               s = RequireInputClass(ctx, 1, IsIndex, "indices");
+               if (!s.ok()) return s;
+               absl::StatusOr<DType> t = ctx.node.GetType("dtype");
+               if (!t.ok()) return t.status();
+               if (ctx.input_types.size() > 2 && ctx.input_types[2] != DType::kInvalid && ctx.input_types[2] != *t)
+                 return Err(absl::StrCat("updates are ", DTypeName(ctx.input_types[2]), ", variable is ",
+                                         DTypeName(*t)));
+               return Types{*t};
+             })
+             .Doc("(handle, indices, updates): atomically adds updates[j] to row indices[j] of the variable "
+                  "(axis 0; repeats accumulate) — a Gather gradient's sparse update; outputs the new value."));
 }
 
 void RegisterMathOps(OpRegistry& r) {

@@ -223,7 +223,7 @@ class BodyValidator {
     return absl::OkStatus();
   }
 
-  // Read/Assign/AssignAdd/AssignSub: input 0 is a variable handle. Within one
+  // Read/Assign/AssignAdd/AssignSub/ScatterAdd: input 0 is a variable handle. Within one
   // body we follow pass-through ops back to the handle's source; a Variable
   // there must have the op's dtype, and a kernel that cannot make a handle is
   // an error. Handles that arrive through Merge, Arg or a call are not
@@ -231,7 +231,8 @@ class BodyValidator {
   absl::Status CheckVariables() {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodeDef& n = nodes_[i];
-      if (n.op != "Read" && n.op != "Assign" && n.op != "AssignAdd" && n.op != "AssignSub") continue;
+      if (n.op != "Read" && n.op != "Assign" && n.op != "AssignAdd" && n.op != "AssignSub" && n.op != "ScatterAdd")
+        continue;
       TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
       int cur = in_edges_[i].front().src;
       for (size_t steps = 0; steps <= nodes_.size(); ++steps) {

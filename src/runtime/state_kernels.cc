@@ -1,7 +1,12 @@
 #include "runtime/state_kernels.h"
 #include "base/sync.h"
 
+#include <type_traits>
+
+#include <Eigen/Core>
+
 #include "absl/strings/str_cat.h"
+#include "tdf/status.h"
 
 namespace tdf {
 namespace runtime {
@@ -19,11 +24,70 @@ class VariableHandleKernel final : public OpKernel {
   int64_t handle_;
 };
 
-enum class StateOp { kRead, kAssign, kAssignAdd, kAssignSub };
+enum class StateOp { kRead, kAssign, kAssignAdd, kAssignSub, kScatterAdd };
 
+// dst = a +/- b over n elements (dst may be a). Integers wrap (two's
+// complement) as the elementwise kernels do; floats go through Eigen, which
+// vectorizes.
 template <typename T>
 void Combine(T* dst, const T* a, const T* b, int64_t n, bool subtract) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = subtract ? static_cast<T>(a[i] - b[i]) : static_cast<T>(a[i] + b[i]);
+  if constexpr (std::is_floating_point_v<T>) {
+    using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+    Eigen::Map<Arr> d(dst, n);
+    Eigen::Map<const Arr> x(a, n), y(b, n);
+    if (subtract) {
+      d = x - y;
+    } else {
+      d = x + y;
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = static_cast<T>(subtract ? static_cast<U>(a[i]) - static_cast<U>(b[i])
+                                       : static_cast<U>(a[i]) + static_cast<U>(b[i]));
+  }
+}
+
+// The tensor an update of `var` writes into: the variable's own buffer when
+// nothing else shares it (no Read's value, fetch or earlier output is alive:
+// the caller holds the variable's lock, so no new copy can appear), else a
+// fresh one (`copy`: initialized with the current value). Values already
+// handed out never change.
+absl::StatusOr<Tensor> UpdateTarget(VariableSlot& var, bool copy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
+  if (!var.value.is_inline_scalar() && var.value.device().is_cpu() && var.value.RefCountIsOne()) return var.value;
+  if (copy) {
+    Tensor t = var.value.Clone();
+    if (!t.valid()) return absl::ResourceExhaustedError(absl::StrCat("cannot copy variable '", var.name, "'"));
+    return t;
+  }
+  return Tensor::Empty(var.dtype, var.value.shape());
+}
+
+// var[indices[j], ...] += updates[j, ...] along axis 0 (repeats accumulate).
+template <typename T, typename I>
+absl::Status ScatterAddRows(VariableSlot& var, const Tensor& indices, const Tensor& updates, KernelContext& ctx)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
+  const Shape& vs = var.value.shape();
+  const int64_t rows = vs.dim(0);
+  const int64_t row_size = rows == 0 ? 0 : var.value.num_elements() / rows;
+  const I* idx = indices.data<I>();
+  const int64_t count = indices.num_elements();
+  for (int64_t j = 0; j < count; ++j) {
+    if (idx[j] < 0 || idx[j] >= rows)
+      return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: index ", idx[j], " (at position ", j,
+                                                     ") is out of range [0, ", rows, ") for variable '", var.name,
+                                                     "' of shape ", vs.DebugString()));
+  }
+  TDF_ASSIGN_OR_RETURN(Tensor out, UpdateTarget(var, /*copy=*/true));
+  T* dst = out.mutable_data<T>();
+  const T* src = updates.data<T>();
+  for (int64_t j = 0; j < count; ++j) {
+    T* row = dst + static_cast<int64_t>(idx[j]) * row_size;
+    Combine<T>(row, row, src + j * row_size, row_size, /*subtract=*/false);
+  }
+  var.value = out;
+  ctx.set_output(0, std::move(out));
+  return absl::OkStatus();
 }
 
 class StateKernel final : public OpKernel {
@@ -44,6 +108,7 @@ class StateKernel final : public OpKernel {
       ctx.set_output(0, var.value);
       return absl::OkStatus();
     }
+    if (op_ == StateOp::kScatterAdd) return ScatterAdd(var, ctx);
     const Tensor& v = ctx.input(1);
     if (v.dtype() != var.dtype)
       return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is ", DTypeName(var.dtype),
@@ -58,7 +123,7 @@ class StateKernel final : public OpKernel {
                                                      var.value.shape().DebugString(), ", update has shape ",
                                                      v.shape().DebugString()));
     if (var.dtype == DType::kBool) return absl::InvalidArgumentError("cannot add to a bool variable");
-    absl::StatusOr<Tensor> out = Tensor::Empty(var.dtype, var.value.shape());
+    absl::StatusOr<Tensor> out = UpdateTarget(var, /*copy=*/false);
     if (!out.ok()) return out.status();
     const bool subtract = op_ == StateOp::kAssignSub;
     DispatchDType(var.dtype, [&](auto zero) {
@@ -74,13 +139,55 @@ class StateKernel final : public OpKernel {
   }
 
  private:
+  // ScatterAdd(handle, indices, updates): the sparse update of a Gather's
+  // gradient, touching only the gathered rows.
+  static absl::Status ScatterAdd(VariableSlot& var, KernelContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
+    if (ctx.num_inputs() != 3) return absl::InvalidArgumentError("ScatterAdd takes (handle, indices, updates)");
+    const Tensor& indices = ctx.input(1);
+    const Tensor& updates = ctx.input(2);
+    if (var.dtype != DType::kFloat32 && var.dtype != DType::kFloat64 && var.dtype != DType::kInt32 &&
+        var.dtype != DType::kInt64)
+      return absl::InvalidArgumentError(
+          absl::StrCat("ScatterAdd: variable '", var.name, "' is ", DTypeName(var.dtype), ", not numeric"));
+    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
+      return absl::InvalidArgumentError(
+          absl::StrCat("ScatterAdd: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
+    if (updates.dtype() != var.dtype)
+      return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: variable '", var.name, "' is ",
+                                                     DTypeName(var.dtype), ", updates are ",
+                                                     DTypeName(updates.dtype())));
+    if (!indices.device().is_cpu() || !updates.device().is_cpu())
+      return absl::InvalidArgumentError("ScatterAdd: indices and updates must be CPU tensors");
+    if (!var.value.valid() || var.value.rank() == 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("ScatterAdd: variable '", var.name, "' must have rank >= 1, has shape ",
+                       var.value.valid() ? var.value.shape().DebugString() : std::string("(none)")));
+    Shape want;
+    for (int64_t d : indices.shape().dims()) want.AddDim(d);
+    for (int d = 1; d < var.value.rank(); ++d) want.AddDim(var.value.shape().dim(d));
+    if (updates.shape() != want)
+      return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: updates have shape ", updates.shape().DebugString(),
+                                                     ", indices ", indices.shape().DebugString(), " into variable '",
+                                                     var.name, "' of shape ", var.value.shape().DebugString(),
+                                                     " need ", want.DebugString()));
+    absl::Status status;
+    DispatchDType(var.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (!std::is_same_v<T, bool>) {
+        status = indices.dtype() == DType::kInt64 ? ScatterAddRows<T, int64_t>(var, indices, updates, ctx)
+                                                  : ScatterAddRows<T, int32_t>(var, indices, updates, ctx);
+      }
+    });
+    return status;
+  }
+
   StateOp op_;
 };
 
 }  // namespace
 
 bool IsStateOp(const std::string& op) {
-  return op == "Read" || op == "Assign" || op == "AssignAdd" || op == "AssignSub";
+  return op == "Read" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op == "ScatterAdd";
 }
 
 std::unique_ptr<OpKernel> MakeVariableHandleKernel(int32_t handle) {
@@ -92,6 +199,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> MakeStateKernel(const NodeDef& node) {
   if (node.op == "Assign") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssign));
   if (node.op == "AssignAdd") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssignAdd));
   if (node.op == "AssignSub") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssignSub));
+  if (node.op == "ScatterAdd") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kScatterAdd));
   return NodeError(node, absl::StatusCode::kInternal, "not a state op");
 }
 

@@ -1,7 +1,10 @@
 // Variables: state that outlives a run (seeds/001). A Variable node outputs
-// an int64 handle; Read/Assign/AssignAdd/AssignSub take the handle as input
-// 0. Tensors are immutable values, so a Read shares the current tensor and an
-// Assign installs a new one; each update is atomic under the variable's lock.
+// an int64 handle; Read/Assign/AssignAdd/AssignSub/ScatterAdd take the
+// handle as input 0. Tensors are immutable values, so a Read shares the
+// current tensor and an Assign installs a new one; each update is atomic
+// under the variable's lock. AssignAdd/AssignSub/ScatterAdd write into the
+// variable's buffer only when no other tensor shares it (no value handed
+// out can change), else into a fresh one.
 #ifndef TDF_SRC_RUNTIME_STATE_KERNELS_H_
 #define TDF_SRC_RUNTIME_STATE_KERNELS_H_
 
