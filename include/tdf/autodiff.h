@@ -74,6 +74,11 @@ std::vector<std::string> DifferentiableOps();
 // as a target (or fetch the loss with it) to take a step.
 //
 //   SGD:  v -= lr * g
+// A gradient that is a Gather's (AddGradients gives a GatherGrad node, axis
+// 0, for a variable read only through one Gather, e.g. an embedding table)
+// and that no node reads is applied sparsely: a ScatterAdd of -lr * dy into
+// the gathered rows, O(rows gathered) instead of O(rows of v); the dense
+// GatherGrad node is removed from the graph (it can no longer be fetched).
 absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::string>& variables,
                                        const std::vector<std::string>& gradients, double learning_rate);
 

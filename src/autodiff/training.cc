@@ -1,6 +1,9 @@
 // Optimizer steps as graph ops (tdf/autodiff.h). Every state change is one
 // AssignAdd/AssignSub, which the runtime applies atomically (seeds/001), so
 // concurrent runs of a step never lose an update to a torn read-modify-write.
+#include <algorithm>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "autodiff/emitter.h"
 #include "tdf/autodiff.h"
@@ -63,6 +66,24 @@ std::string Finish(Emitter& e, const std::vector<std::string>& updates) {
   return e.Op("NoOp", {}, {}, updates);
 }
 
+// The main-graph GatherGrad node (axis 0) that `gradient` names, when no node
+// reads it: its dense [rows, ...] result exists only to be added to a
+// variable, so the step can add dy's rows alone (ScatterAdd) and drop it.
+const NodeDef* SparseGatherGradient(const Graph& graph, const std::string& gradient) {
+  absl::StatusOr<InputRef> ref = InputRef::Parse(gradient);
+  if (!ref.ok() || ref->is_control || ref->port != 0) return nullptr;
+  const NodeDef* n = graph.FindNode(ref->node);
+  if (n == nullptr || n->op != "GatherGrad" || n->GetIntOr("axis", 0) != 0 || n->num_data_inputs() != 3)
+    return nullptr;
+  for (const NodeDef& other : graph.node) {
+    for (const std::string& in : other.input) {
+      absl::StatusOr<InputRef> r = InputRef::Parse(in);
+      if (r.ok() && r->node == n->name) return nullptr;
+    }
+  }
+  return n;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::string>& variables,
@@ -71,12 +92,23 @@ absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::stri
   Emitter e(&graph.node, &graph.library, "sgd/");
   e.Init();
   std::vector<std::string> updates;
+  std::set<std::string> dropped;
   for (size_t i = 0; i < vars.size(); ++i) {
-    std::string delta = e.Mul(Const(e, vars[i].dtype, -learning_rate), gradients[i]);
-    updates.push_back(e.Op("AssignAdd", {vars[i].name, delta}, {{"dtype", vars[i].dtype}}));
+    const std::string lr = Const(e, vars[i].dtype, -learning_rate);
+    if (const NodeDef* gg = SparseGatherGradient(graph, gradients[i]); gg != nullptr) {
+      // v[indices] += -lr * dy: O(rows gathered), not O(rows of v).
+      const std::string indices = gg->input[1], dy = gg->input[2];
+      dropped.insert(gg->name);
+      updates.push_back(e.Op("ScatterAdd", {vars[i].name, indices, e.Mul(lr, dy)}, {{"dtype", vars[i].dtype}}));
+      continue;
+    }
+    updates.push_back(e.Op("AssignAdd", {vars[i].name, e.Mul(lr, gradients[i])}, {{"dtype", vars[i].dtype}}));
   }
   std::string step = Finish(e, updates);
   TDF_RETURN_IF_ERROR(e.status());
+  graph.node.erase(std::remove_if(graph.node.begin(), graph.node.end(),
+                                  [&](const NodeDef& n) { return dropped.count(n.name) > 0; }),
+                   graph.node.end());
   return step;
 }
 
