@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
+#include "runtime/kernels/kernel_util.h"
 
 namespace tdf {
 namespace {
@@ -309,6 +310,77 @@ TEST(AddNKernel, SumsInputs) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("[1]"));
   EXPECT_EQ(RunError("AddN", {S64(1), SF(1)}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AddNKernel, ManyTermsAddLeftToRight) {
+  // Terms are added in input order (the rounding of a running sum) however
+  // many there are; integers wrap.
+  for (int n = 2; n <= 9; ++n) {
+    std::vector<Tensor> in64, in32;
+    std::vector<double> want64(7, 0.0);
+    std::vector<float> want32(7, 0.0f);
+    for (int i = 0; i < n; ++i) {
+      std::vector<double> v(7);
+      for (int j = 0; j < 7; ++j) v[j] = std::sin(1.7 * i + 0.3 * j) * std::pow(10.0, (i + j) % 5 - 2);
+      for (int j = 0; j < 7; ++j) {
+        want64[j] = i == 0 ? v[j] : want64[j] + v[j];
+        want32[j] = i == 0 ? static_cast<float>(v[j]) : want32[j] + static_cast<float>(v[j]);
+      }
+      in64.push_back(F64(v, {7}));
+      in32.push_back(F32(std::vector<float>(v.begin(), v.end()), {7}));
+    }
+    EXPECT_TRUE(TensorEq(Run1("AddN", in64), F64(want64, {7}))) << n << " terms";
+    EXPECT_TRUE(TensorEq(Run1("AddN", in32), F32(want32, {7}))) << n << " terms";
+  }
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(TensorEq(Run1("AddN", {I64({big, 1}, {2}), I64({1, 2}, {2}), I64({1, 3}, {2})}),
+                       I64({std::numeric_limits<int64_t>::min() + 1, 6}, {2})));
+}
+
+TEST(AddNKernel, SharedZerosAreSkipped) {
+  // ZerosLike of a large tensor shares the read-only zero mapping; AddN
+  // skips such inputs and passes a lone remaining term through.
+  std::vector<float> av(64 * 64), bv(64 * 64);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = 0.25f * static_cast<float>(i % 17), bv[i] = -1.5f * (i % 5);
+  Tensor a = F32(av, {64, 64}), b = F32(bv, {64, 64});
+  Tensor z = Run1("ZerosLike", {a});
+  ASSERT_EQ(z.shape(), Shape({64, 64}));
+  EXPECT_TRUE(kernels::IsSharedZeros(z));
+  EXPECT_FALSE(kernels::IsSharedZeros(a));
+  for (float x : Values<float>(z)) ASSERT_EQ(x, 0.0f);
+  Tensor lone = Run1("AddN", {z, a, z});
+  EXPECT_EQ(lone.buffer(), a.buffer());
+  Tensor all_zero = Run1("AddN", {z, z});
+  EXPECT_EQ(all_zero.shape(), Shape({64, 64}));
+  for (float x : Values<float>(all_zero)) ASSERT_EQ(x, 0.0f);
+  std::vector<float> sum(av.size());
+  for (size_t i = 0; i < av.size(); ++i) sum[i] = av[i] + bv[i];
+  EXPECT_TRUE(TensorEq(Run1("AddN", {a, z, b}), F32(sum, {64, 64})));
+  // Shape errors are still errors with a zero input.
+  EXPECT_EQ(RunError("AddN", {z, F32({1}, {1})}).code(), absl::StatusCode::kInvalidArgument);
+  // Small zeros are ordinary tensors.
+  EXPECT_FALSE(kernels::IsSharedZeros(Run1("ZerosLike", {F64({1, 2}, {2})})));
+}
+
+TEST(AddNKernelDeathTest, SharedZerosAreReadOnly) {
+  // A write through mutable_data() (tensors are immutable values) faults
+  // rather than corrupting every zero gradient in the process.
+  Tensor z = Run1("ZerosLike", {F64(std::vector<double>(1024, 1.0), {1024})});
+  ASSERT_TRUE(kernels::IsSharedZeros(z));
+  EXPECT_DEATH({ z.mutable_data<double>()[3] = 1.0; }, "");
+}
+
+TEST(BinaryKernel, ScalarAndTensor) {
+  // Scalar x tensor and tensor x scalar over more elements than one vector.
+  std::vector<float> v(103);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  std::vector<float> times(v.size()), minus(v.size());
+  for (size_t i = 0; i < v.size(); ++i) times[i] = -0.01f * v[i], minus[i] = v[i] - 3.0f;
+  EXPECT_TRUE(TensorEq(Run1("Mul", {Tensor::Scalar<float>(-0.01f), F32(v, {1, 103})}), F32(times, {1, 103})));
+  EXPECT_TRUE(TensorEq(Run1("Mul", {F32(v, {103}), Tensor::Scalar<float>(-0.01f)}), F32(times, {103})));
+  EXPECT_TRUE(TensorEq(Run1("Sub", {F32(v, {103}), Tensor::Scalar<float>(3.0f)}), F32(minus, {103})));
+  // The failing ops keep their per-element checks.
+  EXPECT_EQ(RunError("Div", {I64({1, 2}, {2}), S64(0)}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(GraphOpKernels, ConstIdentityNoOpLoopCond) {

@@ -280,10 +280,18 @@ absl::Status BinaryGeneral(KernelContext& ctx, const Tensor& a, const Tensor& b)
       }
     } else if (&so == &sb) {
       const T x = pa[0];
-      for (int64_t i = 0; i < n; ++i) ok &= apply(x, pb[i], &po[i]);
+      if constexpr (F::kCanFail) {
+        for (int64_t i = 0; i < n; ++i) ok &= apply(x, pb[i], &po[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) po[i] = F::template Apply<T>(x, pb[i]);  // vectorizes
+      }
     } else {
       const T y = pb[0];
-      for (int64_t i = 0; i < n; ++i) ok &= apply(pa[i], y, &po[i]);
+      if constexpr (F::kCanFail) {
+        for (int64_t i = 0; i < n; ++i) ok &= apply(pa[i], y, &po[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) po[i] = F::template Apply<T>(pa[i], y);
+      }
     }
     if (!ok) return F::Error();
     ctx.set_output(0, std::move(out));
@@ -673,16 +681,44 @@ class AddNKernel final : public OpKernel {
                                                        first.shape().DebugString(), ", input ", i, " is ",
                                                        ctx.input(i).shape().DebugString()));
     }
+    // Known zeros (gradients of unused branches) add nothing: skip them, and
+    // pass a lone remaining term through without copying.
+    absl::InlinedVector<const Tensor*, 8> terms;
+    for (int i = 0; i < n; ++i)
+      if (!kernels::IsSharedZeros(ctx.input(i))) terms.push_back(&ctx.input(i));
+    if (terms.size() <= 1) {
+      ctx.set_output(0, terms.empty() ? first : *terms[0]);
+      return status;
+    }
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(dtype, first.shape()));
     DispatchDType(dtype, [&](auto zero) {
       using T = decltype(zero);
       const int64_t m = first.num_elements();
       T* po = out.mutable_data<T>();
-      const T* p0 = first.data<T>();
-      for (int64_t j = 0; j < m; ++j) po[j] = p0[j];
-      for (int i = 1; i < n; ++i) {
-        const T* pi = ctx.input(i).data<T>();
-        for (int64_t j = 0; j < m; ++j) po[j] = WrapAdd(po[j], pi[j]);
+      if constexpr (kIsFloat<T>) {
+        using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+        auto in = [&](size_t k) { return Eigen::Map<const Arr>(terms[k]->data<T>(), m); };
+        Eigen::Map<Arr> o(po, m);
+        // Up to three more terms per pass over the output, added left to
+        // right (the same rounding as one term at a time).
+        const size_t t = terms.size();
+        size_t k = 2;
+        if (t == 2) {
+          o = in(0) + in(1);
+        } else {
+          o = in(0) + in(1) + in(2);
+          k = 3;
+        }
+        for (; k + 3 <= t; k += 3) o = o + in(k) + in(k + 1) + in(k + 2);
+        if (k + 2 == t) o = o + in(k) + in(k + 1);
+        if (k + 1 == t) o = o + in(k);
+      } else {
+        const T* p0 = terms[0]->data<T>();
+        for (int64_t j = 0; j < m; ++j) po[j] = p0[j];
+        for (size_t k = 1; k < terms.size(); ++k) {
+          const T* pk = terms[k]->data<T>();
+          for (int64_t j = 0; j < m; ++j) po[j] = WrapAdd(po[j], pk[j]);
+        }
       }
     });
     ctx.set_output(0, std::move(out));
@@ -753,6 +789,16 @@ class FillLikeKernel final : public OpKernel {
       const T value = kOnes ? T{1} : T{0};
       if (x.is_inline_scalar()) {
         ctx.set_output(0, Tensor::Scalar<T>(value));
+        return;
+      }
+      if (!kOnes) {
+        // The gradient of an unused value: often large, often only summed.
+        absl::StatusOr<Tensor> out = kernels::Zeros(x.dtype(), shape);
+        if (out.ok()) {
+          ctx.set_output(0, *std::move(out));
+        } else {
+          status = out.status();
+        }
         return;
       }
       absl::StatusOr<Tensor> out = Tensor::Empty(x.dtype(), shape);

@@ -1,11 +1,47 @@
 #include "runtime/kernels/kernel_util.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
 namespace tdf {
 namespace kernels {
+
+namespace {
+
+// 256 MiB of address space, never written: private anonymous memory reads as
+// zeros and, read-only, is backed by the kernel's shared zero page only.
+constexpr size_t kZeroMappingBytes = size_t{256} << 20;
+constexpr size_t kSharedZerosMinBytes = 4096;
+
+// The mapping as a Buffer that lives for the process (one reference is never
+// dropped); nullptr if mmap failed, and Zeros then allocates.
+Buffer* ZeroBuffer() {
+  static Buffer* const buffer = []() -> Buffer* {
+    void* p = mmap(nullptr, kZeroMappingBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    return Buffer::Wrap(p, kZeroMappingBytes, Device::Cpu(),
+                        [](void* data, size_t bytes, Device) { munmap(data, bytes); });
+  }();
+  return buffer;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Zeros(DType dtype, const Shape& shape) {
+  TDF_RETURN_IF_ERROR(shape.Validate());
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  if (dtype != DType::kInvalid && bytes >= kSharedZerosMinBytes && bytes <= kZeroMappingBytes) {
+    if (Buffer* zeros = ZeroBuffer()) return Tensor::FromBuffer(dtype, shape, zeros);
+  }
+  return Tensor::Zeros(dtype, shape);
+}
+
+bool IsSharedZeros(const Tensor& t) {
+  return !t.is_inline_scalar() && t.buffer() == ZeroBuffer() && t.buffer() != nullptr;
+}
 
 absl::Status ArityError(int want, int got) {
   return absl::InvalidArgumentError(absl::StrCat("expects ", want, " inputs, got ", got));

@@ -128,6 +128,18 @@ void ForEachBroadcast(const Shape& out, const std::array<Dims, N>& strides, Fn&&
 // Row-major element strides of `shape`.
 Dims RowMajorStrides(const Shape& shape);
 
+// ---- Zeros ----
+
+// Zeros of `dtype` and `shape` on the CPU. A large tensor (a page or more)
+// is a view of one process-wide read-only zero mapping: no allocation, no
+// memset, no physical memory (gradients of unused branches are mostly this).
+// Tensors are immutable, so sharing is invisible; a write through
+// mutable_data() faults instead of corrupting it. Small ones are ordinary.
+absl::StatusOr<Tensor> Zeros(DType dtype, const Shape& shape);
+// True for a tensor made by Zeros that shares the zero mapping: every
+// element is zero and kernels may skip reading it (AddN does).
+bool IsSharedZeros(const Tensor& t);
+
 // ---- Wrapping integer arithmetic (signed overflow is UB in C++). ----
 
 template <typename T>
