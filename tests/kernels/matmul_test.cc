@@ -30,22 +30,38 @@ double At(const std::vector<double>& m, int64_t cols, bool transposed, int64_t i
 }
 
 TEST(MatMulKernel, MatchesNaiveLoopsWithTransposes) {
-  const int64_t m = 7, k = 5, n = 9;
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      // Stored shapes: a is [m,k] (or [k,m] when transposed), b is [k,n] (or [n,k]).
-      std::vector<double> a = Random(m * k, 1), b = Random(k * n, 2);
-      const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-      std::vector<double> want(m * n, 0.0);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
-      Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
-      Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
-      Tensor out = Run1("MatMul", {ta_t, tb_t}, {{"transpose_a", ta}, {"transpose_b", tb}});
-      EXPECT_TRUE(TensorNear(out, F64(want, {m, n}), 1e-13)) << "ta=" << ta << " tb=" << tb;
+  // General shapes, an outer product (k = 1, its own code path), and
+  // matrix-vector shapes (m = 1 or n = 1).
+  const int64_t dims[][3] = {{7, 5, 9}, {7, 1, 9}, {1, 1, 6}, {6, 1, 1}, {1, 5, 9}, {7, 5, 1}};
+  for (const auto& d : dims) {
+    const int64_t m = d[0], k = d[1], n = d[2];
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        // Stored shapes: a is [m,k] (or [k,m] when transposed), b is [k,n] (or [n,k]).
+        std::vector<double> a = Random(m * k, 1), b = Random(k * n, 2);
+        const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+        std::vector<double> want(m * n, 0.0);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+        Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
+        Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
+        Tensor out = Run1("MatMul", {ta_t, tb_t}, {{"transpose_a", ta}, {"transpose_b", tb}});
+        EXPECT_TRUE(TensorNear(out, F64(want, {m, n}), 1e-13))
+            << "m=" << m << " k=" << k << " n=" << n << " ta=" << ta << " tb=" << tb;
+      }
     }
   }
+}
+
+TEST(MatMulKernel, OuterProductFloat32) {
+  // [3,1] x [1,4] and its transposed forms give the same product.
+  Tensor col = F32({1, -2, 3}, {3, 1}), row = F32({0.5, 1, -1, 2}, {1, 4});
+  Tensor want = F32({0.5, 1, -1, 2, -1, -2, 2, -4, 1.5, 3, -3, 6}, {3, 4});
+  EXPECT_TRUE(TensorEq(Run1("MatMul", {col, row}), want));
+  EXPECT_TRUE(TensorEq(Run1("MatMul", {F32({1, -2, 3}, {1, 3}), F32({0.5, 1, -1, 2}, {4, 1})},
+                            {{"transpose_a", true}, {"transpose_b", true}}),
+                       want));
 }
 
 TEST(MatMulKernel, Float32) {

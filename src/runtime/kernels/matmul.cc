@@ -54,8 +54,18 @@ class MatMulKernel final : public OpKernel {
     Eigen::Map<const Mat> mb(b.data<T>(), b.shape().dim(0), b.shape().dim(1));
     Eigen::Map<Mat> mo(out.mutable_data<T>(), out.shape().dim(0), out.shape().dim(1));
     if (mo.size() == 0) return;
-    if ((transpose_a_ ? ma.rows() : ma.cols()) == 0) {
+    const int64_t depth = transpose_a_ ? ma.rows() : ma.cols();
+    if (depth == 0) {
       mo.setZero();  // k == 0: an empty sum.
+      return;
+    }
+    if (depth == 1) {
+      // An outer product (e.g. a weight gradient x^T dy of one example):
+      // written row by row, without GEMM's zero fill and packing.
+      // With k == 1 both operands are contiguous vectors, transposed or not.
+      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> col(a.data<T>(), mo.rows());
+      Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> row(b.data<T>(), mo.cols());
+      mo.noalias() = col * row;
       return;
     }
     if (!transpose_a_ && !transpose_b_) {
