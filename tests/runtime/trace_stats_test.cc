@@ -1,6 +1,7 @@
 // RunStats and the Chrome trace (issue #3, items 12-13): the counts add up,
 // fib's frame counts follow its call tree, and the trace has one event per
 // firing carrying node, op, worker and tag.
+#include <algorithm>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +96,38 @@ TEST_P(StatsTest, FibFramesFollowTheCallTree) {
       EXPECT_EQ(stats.live_frames_after_run, 0);
       EXPECT_EQ(stats.instantiations, mode == ExecutionMode::kDynamic ? calls : 0) << n;
     }
+  }
+}
+
+// ack(m, n) = ack(m-1, ack(m, n-1)) is a chain of calls whose native stack
+// depth stays small (2^(n+3) - 1 for m = 3) while the calls number in the
+// thousands. Frames must be reclaimed as their results return, so the peak
+// follows that depth, not the calls: every frame finishes its own work (the
+// dead drains of its untaken branches included) before the worker descends.
+int64_t AckDepth(int64_t m, int64_t n, int64_t depth, int64_t* max_depth, int64_t* result) {
+  *max_depth = std::max(*max_depth, depth);
+  if (m == 0) return *result = n + 1;
+  if (n == 0) return AckDepth(m - 1, 1, depth + 1, max_depth, result);
+  AckDepth(m, n - 1, depth + 1, max_depth, result);
+  return AckDepth(m - 1, *result, depth + 1, max_depth, result);
+}
+
+TEST_P(StatsTest, AckFramesFollowTheNativeStackDepth) {
+  SessionOptions o;
+  o.num_workers = GetParam();
+  auto s = MakeSession(reference::Ack(), o);
+  ASSERT_NE(s, nullptr);
+  for (int64_t n : {3, 4, 5}) {
+    int64_t depth = 0, result = 0;
+    AckDepth(3, n, 1, &depth, &result);
+    RunStats stats;
+    EXPECT_EQ(RunResult(s.get(), {{"m", I(3)}, {"n", I(n)}}, &stats).scalar<int64_t>(), result);
+    // Each invocation on the native stack, plus the partial invocation of
+    // its outer call ack(m-1, .) created as soon as m-1 is known.
+    EXPECT_GE(stats.peak_live_frames, depth) << n;
+    EXPECT_LE(stats.peak_live_frames, GetParam() * (2 * depth + 2)) << n;
+    EXPECT_GT(stats.frames_created, 10 * stats.peak_live_frames) << n;
+    EXPECT_EQ(stats.live_frames_after_run, 0);
   }
 }
 
