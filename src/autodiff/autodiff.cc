@@ -91,6 +91,62 @@ absl::StatusOr<std::set<std::string>> LoopNodesOnPath(const std::vector<NodeDef>
   return out;
 }
 
+// Fuses a sum of gradient terms with a MatMul term into one MatMulAdd: for
+// each AddN emitted by this pass (nodes[first..]) one input that is an
+// emitted MatMul read by nothing else (and not handed out in `keep`) becomes
+// the MatMulAdd's product, and the MatMul node goes. A weight's gradient,
+// summed over the calls of a recursive function (x^T dy + the children's
+// sums), is then one pass over a [rows, cols] buffer instead of a product
+// tensor and an AddN.
+void FuseMatMulSums(std::vector<NodeDef>& nodes, size_t first, const std::vector<std::string>& keep) {
+  std::map<std::string, int> uses;  // data and control references
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    index[nodes[i].name] = i;
+    for (const std::string& in : nodes[i].input) {
+      absl::StatusOr<InputRef> r = InputRef::Parse(in);
+      if (r.ok()) ++uses[r->node];
+    }
+  }
+  for (const std::string& k : keep) {
+    absl::StatusOr<InputRef> r = InputRef::Parse(k);
+    if (r.ok()) ++uses[r->node];
+  }
+  std::set<size_t> fused;
+  for (size_t i = first; i < nodes.size(); ++i) {
+    NodeDef& sum = nodes[i];
+    if (sum.op != "AddN" || !sum.device.empty()) continue;
+    const int nd = sum.num_data_inputs();
+    for (int k = 0; k < nd; ++k) {
+      absl::StatusOr<InputRef> r = InputRef::Parse(sum.input[k]);
+      if (!r.ok() || r->port != 0) continue;
+      auto it = index.find(r->node);
+      if (it == index.end() || it->second < first || fused.count(it->second)) continue;
+      const NodeDef& mm = nodes[it->second];
+      if (mm.op != "MatMul" || !mm.device.empty() || mm.num_data_inputs() != 2 || mm.input.size() != 2 ||
+          uses[mm.name] != 1)
+        continue;
+      NodeDef f;
+      f.name = sum.name;
+      f.op = "MatMulAdd";
+      f.input = {mm.input[0], mm.input[1]};
+      for (int j = 0; j < static_cast<int>(sum.input.size()); ++j)
+        if (j != k) f.input.push_back(sum.input[j]);
+      f.attr = {{"transpose_a", mm.GetBoolOr("transpose_a", false)},
+                {"transpose_b", mm.GetBoolOr("transpose_b", false)}};
+      fused.insert(it->second);
+      sum = std::move(f);
+      break;
+    }
+  }
+  if (fused.empty()) return;
+  std::vector<NodeDef> kept;
+  kept.reserve(nodes.size() - fused.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!fused.count(i)) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
 class Differentiator {
  public:
   explicit Differentiator(Graph& graph) : graph_(graph) {}
@@ -328,6 +384,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     out.push_back(g);
   }
   TDF_RETURN_IF_ERROR(e.status());
+  FuseMatMulSums(nodes, static_cast<size_t>(n0), out);
   return out;
 }
 

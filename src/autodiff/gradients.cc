@@ -185,11 +185,16 @@ Registry MakeRegistry() {
     auto mm = [&](const std::string& p, const std::string& q, bool tp, bool tq) {
       return e.Op("MatMul", {p, q}, {{"transpose_a", tp}, {"transpose_b", tq}});
     };
-    if (!ta && !tb) return {mm(dC, B, false, true), mm(A, dC, true, false)};
-    if (!ta && tb) return {mm(dC, B, false, false), mm(dC, A, true, false)};
-    if (ta && !tb) return {mm(B, dC, false, true), mm(A, dC, false, false)};
-    return {mm(B, dC, true, true), mm(dC, A, true, true)};
+    std::vector<std::string> g;
+    if (!ta && !tb) g = {mm(dC, B, false, true), mm(A, dC, true, false)};
+    if (!ta && tb) g = {mm(dC, B, false, false), mm(dC, A, true, false)};
+    if (ta && !tb) g = {mm(B, dC, false, true), mm(A, dC, false, false)};
+    if (ta && tb) g = {mm(B, dC, true, true), mm(dC, A, true, true)};
+    // MatMulAdd(a, b, addends...): each addend's gradient is dy.
+    for (size_t k = 2; k < a.x.size(); ++k) g.push_back(dC);
+    return g;
   };
+  r["MatMulAdd"] = r["MatMul"];
   auto reduce_grad = [](bool mean) {
     return [mean](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
       // dy has the reduced shape; a keep_dims reduction of x gives the shape

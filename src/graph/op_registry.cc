@@ -384,6 +384,10 @@ void RegisterMathOps(OpRegistry& r) {
 void RegisterTensorOps(OpRegistry& r) {
   Add(r, OpSchema("MatMul").Inputs(2).Attr("transpose_a", "bool", false).Attr("transpose_b", "bool", false)
              .SameTypeFloat().Doc("Matrix product of rank-2 tensors."));
+  Add(r, OpSchema("MatMulAdd").InputsRange(2, -1).Attr("transpose_a", "bool", false)
+             .Attr("transpose_b", "bool", false).SameTypeFloat()
+             .Doc("(a, b, addends...): MatMul(a, b) plus the addends (each of the product's shape) in one pass; "
+                  "autodiff fuses a gradient's sum of a MatMul and other terms into it."));
   for (const char* op : {"Sum", "Mean", "Max"})
     Add(r, OpSchema(op).Inputs(1).Attr("axes", "list(int)", false).Attr("keep_dims", "bool", false)
                .SameTypeNumeric().Doc("Reduces over `axes` (all axes when absent)."));

@@ -83,6 +83,63 @@ TEST(OpGradients, MatMulAllTransposes) {
   }
 }
 
+TEST(OpGradients, MatMulAddAllTransposes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      GraphBuilder b;
+      Output a = b.Placeholder("a", DType::kFloat64), c = b.Placeholder("b", DType::kFloat64);
+      Output d = b.Placeholder("d", DType::kFloat64), e = b.Placeholder("e", DType::kFloat64);
+      Output y = b.Op("MatMulAdd", {a, c, d, e}, {{"transpose_a", ta}, {"transpose_b", tb}});
+      b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({2, 4}), 7)))), "loss");
+      auto g = b.Build();
+      ASSERT_TRUE(g.ok()) << g.status();
+      Feeds feeds = {{"a", Random(ta ? Shape({3, 2}) : Shape({2, 3}), 1)},
+                     {"b", Random(tb ? Shape({4, 3}) : Shape({3, 4}), 2)},
+                     {"d", Random(Shape({2, 4}), 3)},
+                     {"e", Random(Shape({2, 4}), 4)}};
+      auto r = CheckGradients(*g, "loss", {"a", "b", "d", "e"}, feeds);
+      EXPECT_TRUE(r.ok()) << "ta=" << ta << " tb=" << tb << ": " << r.status();
+    }
+  }
+}
+
+// A weight used by a MatMul in every call of a recursive function: its
+// gradient sums x^T dy with the recursive calls' gradients, which AddGradients
+// emits as one MatMulAdd per level (no separate product + AddN).
+TEST(OpGradients, RecursiveWeightGradientIsFused) {
+  // f(i, h, W) = i == 0 ? h : f(i - 1, tanh(h W), W); loss = sum(f(n, h0, W) * c).
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        return f.Cond(
+            f.Equal(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{a[1]}; },
+            [&] {
+              Output next = f.Tanh(f.MatMul(a[1], a[2]));
+              return std::vector<Output>{f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), next, a[2]})[0]};
+            });
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
+  Output y = b.Call("f", {b.Placeholder("n", DType::kInt64), h, W})[0];
+  b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 9)))), "loss");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  Graph grad = *g;
+  ASSERT_TRUE(AddGradients(grad, {"loss"}, {"h", "W"}).ok());
+  const FunctionDef* ext = grad.library.Find("f_ext");
+  ASSERT_NE(ext, nullptr);
+  int fused = 0;
+  for (const NodeDef& n : ext->node) fused += n.op == "MatMulAdd";
+  EXPECT_EQ(fused, 1);
+  for (int64_t n : {0, 1, 5}) {
+    auto r = CheckGradients(*g, "loss", {"h", "W"},
+                            {{"h", Random(Shape({1, 3}), 5)}, {"W", Random(Shape({3, 3}), 6, -0.9, 0.9)},
+                             {"n", Tensor::Scalar<int64_t>(n)}});
+    EXPECT_TRUE(r.ok()) << "n=" << n << ": " << r.status();
+  }
+}
+
 TEST(OpGradients, Reductions) {
   const Shape s({2, 3, 4});
   for (const char* op : {"Sum", "Mean"}) {

@@ -14,6 +14,7 @@ using kernel_test::Run1;
 using kernel_test::RunError;
 using kernel_test::TensorEq;
 using kernel_test::TensorNear;
+using kernel_test::Values;
 using ::testing::HasSubstr;
 
 std::vector<double> Random(int64_t n, int seed) {
@@ -62,6 +63,49 @@ TEST(MatMulKernel, OuterProductFloat32) {
   EXPECT_TRUE(TensorEq(Run1("MatMul", {F32({1, -2, 3}, {1, 3}), F32({0.5, 1, -1, 2}, {4, 1})},
                             {{"transpose_a", true}, {"transpose_b", true}}),
                        want));
+}
+
+TEST(MatMulAddKernel, EqualsMatMulPlusAddends) {
+  // Depth 1 (row-by-row path) and general depths, every transpose, 0 to 3
+  // addends.
+  const int64_t dims[][3] = {{7, 5, 9}, {7, 1, 9}, {1, 4, 6}};
+  for (const auto& d : dims) {
+    const int64_t m = d[0], k = d[1], n = d[2];
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        Tensor a = F64(Random(m * k, 3), ta ? Shape({k, m}) : Shape({m, k}));
+        Tensor b = F64(Random(k * n, 4), tb ? Shape({n, k}) : Shape({k, n}));
+        AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+        std::vector<double> want = Values<double>(Run1("MatMul", {a, b}, attrs));
+        std::vector<Tensor> in = {a, b};
+        for (int t = 0; t < 4; ++t) {
+          if (t > 0) {
+            std::vector<double> v = Random(m * n, 10 + t);
+            for (int64_t i = 0; i < m * n; ++i) want[i] += v[i];
+            in.push_back(F64(v, {m, n}));
+          }
+          EXPECT_TRUE(TensorNear(Run1("MatMulAdd", in, attrs), F64(want, {m, n}), 1e-13))
+              << "m=" << m << " k=" << k << " n=" << n << " ta=" << ta << " tb=" << tb << " addends=" << t;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulAddKernel, SkipsSharedZerosAndChecksAddends) {
+  // A large zero addend (ZerosLike shares the zero mapping) adds nothing.
+  Tensor a = F32(std::vector<float>(64, 0.5f), {64, 1});
+  Tensor b = F32(std::vector<float>(32, 2.0f), {1, 32});
+  Tensor z = Run1("ZerosLike", {F32(std::vector<float>(64 * 32, 3.0f), {64, 32})});
+  Tensor c = F32(std::vector<float>(64 * 32, -0.25f), {64, 32});
+  EXPECT_TRUE(TensorEq(Run1("MatMulAdd", {a, b, z, c, z}), F32(std::vector<float>(64 * 32, 0.75f), {64, 32})));
+  EXPECT_TRUE(TensorEq(Run1("MatMulAdd", {a, b, z}), F32(std::vector<float>(64 * 32, 1.0f), {64, 32})));
+  absl::Status shape = RunError("MatMulAdd", {a, b, F32({1, 2}, {1, 2})});
+  EXPECT_EQ(shape.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(shape.message(), HasSubstr("addend 0 has shape [1,2]"));
+  EXPECT_EQ(RunError("MatMulAdd", {a, b, F64(std::vector<double>(64 * 32, 1.0), {64, 32})}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("MatMulAdd", {a}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MatMulKernel, Float32) {

@@ -1,7 +1,7 @@
 // MatMul: the product of two rank-2 float tensors, optionally transposing
-// either operand (attrs transpose_a / transpose_b, parsed once). Tensors are
-// row-major, so they are viewed as row-major Eigen maps; Eigen picks a
-// blocked, vectorized GEMM.
+// either operand (attrs transpose_a / transpose_b, parsed once), and
+// MatMulAdd, the product plus addends. Tensors are row-major, so they are
+// viewed as row-major Eigen maps; Eigen picks a blocked, vectorized GEMM.
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
@@ -10,81 +10,140 @@
 namespace tdf {
 namespace {
 
+struct Dims3 {
+  int64_t m, k, n;
+};
+
+// Checks a and b of MatMul(a, b) (dtypes, ranks, inner dims) and returns the
+// product's m x n and the depth k.
+absl::StatusOr<Dims3> CheckOperands(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                                    const char* op) {
+  if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
+  if (!IsFloating(a.dtype())) return kernels::UnsupportedDTypeError(op, a.dtype());
+  if (a.rank() != 2 || b.rank() != 2)
+    return absl::InvalidArgumentError(absl::StrCat(op, " needs rank-2 operands, got ", a.shape().DebugString(),
+                                                   " and ", b.shape().DebugString()));
+  const int64_t m = a.shape().dim(transpose_a ? 1 : 0);
+  const int64_t k = a.shape().dim(transpose_a ? 0 : 1);
+  const int64_t kb = b.shape().dim(transpose_b ? 1 : 0);
+  const int64_t n = b.shape().dim(transpose_b ? 0 : 1);
+  if (k != kb)
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, " inner dimensions differ: ", a.shape().DebugString(), transpose_a ? " (transposed)" : "", " x ",
+        b.shape().DebugString(), transpose_b ? " (transposed)" : "", ": ", k, " vs ", kb));
+  return Dims3{m, k, n};
+}
+
+// out = op(a) · op(b) + the addends (each [m, n]; none for a plain MatMul).
+template <typename T>
+void MultiplyAdd(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                 absl::Span<const Tensor* const> addends, Tensor& out) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+  Eigen::Map<const Mat> ma(a.data<T>(), a.shape().dim(0), a.shape().dim(1));
+  Eigen::Map<const Mat> mb(b.data<T>(), b.shape().dim(0), b.shape().dim(1));
+  Eigen::Map<Mat> mo(out.mutable_data<T>(), out.shape().dim(0), out.shape().dim(1));
+  const int64_t rows = mo.rows(), cols = mo.cols();
+  if (mo.size() == 0) return;
+  auto addend = [&](size_t i) { return Eigen::Map<const Mat>(addends[i]->data<T>(), rows, cols); };
+  const int64_t depth = transpose_a ? ma.rows() : ma.cols();
+  if (depth == 1) {
+    // An outer product (e.g. a weight gradient x^T dy of one example):
+    // written row by row, the addends' rows added in the same pass, without
+    // GEMM's zero fill and packing. With k == 1 both operands are contiguous
+    // vectors, transposed or not.
+    const T* col = a.data<T>();
+    Eigen::Map<const Row> row(b.data<T>(), cols);
+    for (int64_t i = 0; i < rows; ++i) {
+      auto o = mo.row(i);
+      switch (addends.size()) {
+        case 0: o.noalias() = col[i] * row; break;
+        case 1: o.noalias() = addend(0).row(i) + col[i] * row; break;
+        default:
+          o.noalias() = addend(0).row(i) + addend(1).row(i) + col[i] * row;
+          for (size_t t = 2; t < addends.size(); ++t) o += addend(t).row(i);
+      }
+    }
+    return;
+  }
+  if (addends.empty()) {
+    mo.setZero();  // GEMM accumulates; k == 0 is an empty sum
+  } else {
+    mo = addend(0);
+    for (size_t t = 1; t < addends.size(); ++t) mo += addend(t);
+  }
+  if (depth == 0) return;
+  if (!transpose_a && !transpose_b) {
+    mo.noalias() += ma * mb;
+  } else if (transpose_a && !transpose_b) {
+    mo.noalias() += ma.transpose() * mb;
+  } else if (!transpose_a && transpose_b) {
+    mo.noalias() += ma * mb.transpose();
+  } else {
+    mo.noalias() += ma.transpose() * mb.transpose();
+  }
+}
+
+// MatMul(a, b), and MatMulAdd(a, b, addends...) = MatMul(a, b) + sum of the
+// addends, which the autodiff emits for a gradient that sums a MatMul with
+// other terms (a weight's gradient summed over recursive calls): one pass
+// over the result instead of a product tensor and then AddN. Addends that
+// are shared zeros (kernels::Zeros) are skipped.
 class MatMulKernel final : public OpKernel {
  public:
-  MatMulKernel(bool transpose_a, bool transpose_b) : transpose_a_(transpose_a), transpose_b_(transpose_b) {}
+  MatMulKernel(bool transpose_a, bool transpose_b, bool with_addends)
+      : transpose_a_(transpose_a), transpose_b_(transpose_b), with_addends_(with_addends) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
-    return std::unique_ptr<OpKernel>(
-        std::make_unique<MatMulKernel>(node.GetBoolOr("transpose_a", false), node.GetBoolOr("transpose_b", false)));
+    return std::unique_ptr<OpKernel>(std::make_unique<MatMulKernel>(
+        node.GetBoolOr("transpose_a", false), node.GetBoolOr("transpose_b", false), node.op == "MatMulAdd"));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
-    TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
+    const char* op = with_addends_ ? "MatMulAdd" : "MatMul";
+    if (with_addends_) {
+      if (ctx.num_inputs() < 2) return kernels::MinArityError(2, ctx.num_inputs());
+      TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    } else {
+      TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
+    }
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
-    if (!IsFloating(a.dtype())) return kernels::UnsupportedDTypeError("MatMul", a.dtype());
-    if (a.rank() != 2 || b.rank() != 2)
-      return absl::InvalidArgumentError(absl::StrCat("MatMul needs rank-2 operands, got ", a.shape().DebugString(),
-                                                     " and ", b.shape().DebugString()));
-    const int64_t m = a.shape().dim(transpose_a_ ? 1 : 0);
-    const int64_t k = a.shape().dim(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.shape().dim(transpose_b_ ? 1 : 0);
-    const int64_t n = b.shape().dim(transpose_b_ ? 0 : 1);
-    if (k != kb)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "MatMul inner dimensions differ: ", a.shape().DebugString(), transpose_a_ ? " (transposed)" : "", " x ",
-          b.shape().DebugString(), transpose_b_ ? " (transposed)" : "", ": ", k, " vs ", kb));
-    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(a.dtype(), Shape({m, n})));
+    TDF_ASSIGN_OR_RETURN(Dims3 d, CheckOperands(a, b, transpose_a_, transpose_b_, op));
+    const Shape shape({d.m, d.n});
+    absl::InlinedVector<const Tensor*, 4> addends;
+    for (int i = 2; i < ctx.num_inputs(); ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != a.dtype())
+        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " is ", DTypeName(t.dtype()),
+                                                       ", the operands are ", DTypeName(a.dtype())));
+      if (t.shape() != shape)
+        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " has shape ",
+                                                       t.shape().DebugString(), ", the product has shape ",
+                                                       shape.DebugString()));
+      if (!kernels::IsSharedZeros(t)) addends.push_back(&t);
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(a.dtype(), shape));
     if (a.dtype() == DType::kFloat32) {
-      Multiply<float>(a, b, out);
+      MultiplyAdd<float>(a, b, transpose_a_, transpose_b_, addends, out);
     } else {
-      Multiply<double>(a, b, out);
+      MultiplyAdd<double>(a, b, transpose_a_, transpose_b_, addends, out);
     }
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
   }
 
  private:
-  template <typename T>
-  void Multiply(const Tensor& a, const Tensor& b, Tensor& out) const {
-    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Eigen::Map<const Mat> ma(a.data<T>(), a.shape().dim(0), a.shape().dim(1));
-    Eigen::Map<const Mat> mb(b.data<T>(), b.shape().dim(0), b.shape().dim(1));
-    Eigen::Map<Mat> mo(out.mutable_data<T>(), out.shape().dim(0), out.shape().dim(1));
-    if (mo.size() == 0) return;
-    const int64_t depth = transpose_a_ ? ma.rows() : ma.cols();
-    if (depth == 0) {
-      mo.setZero();  // k == 0: an empty sum.
-      return;
-    }
-    if (depth == 1) {
-      // An outer product (e.g. a weight gradient x^T dy of one example):
-      // written row by row, without GEMM's zero fill and packing.
-      // With k == 1 both operands are contiguous vectors, transposed or not.
-      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> col(a.data<T>(), mo.rows());
-      Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> row(b.data<T>(), mo.cols());
-      mo.noalias() = col * row;
-      return;
-    }
-    if (!transpose_a_ && !transpose_b_) {
-      mo.noalias() = ma * mb;
-    } else if (transpose_a_ && !transpose_b_) {
-      mo.noalias() = ma.transpose() * mb;
-    } else if (!transpose_a_ && transpose_b_) {
-      mo.noalias() = ma * mb.transpose();
-    } else {
-      mo.noalias() = ma.transpose() * mb.transpose();
-    }
-  }
-
   const bool transpose_a_;
   const bool transpose_b_;
+  const bool with_addends_;
 };
 
 }  // namespace
 
-void RegisterMatMulKernels(KernelRegistry& r) { kernels::RegisterCpu<MatMulKernel>(r, "MatMul"); }
+void RegisterMatMulKernels(KernelRegistry& r) {
+  kernels::RegisterCpu<MatMulKernel>(r, "MatMul");
+  kernels::RegisterCpu<MatMulKernel>(r, "MatMulAdd");
+}
 
 }  // namespace tdf
