@@ -80,13 +80,99 @@ absl::StatusOr<Device> Device::Parse(absl::string_view name) {
 }
 
 namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TDF_BLOCK_CACHE 0  // let the sanitizers see every allocation and free
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TDF_BLOCK_CACHE 0
+#endif
+#endif
+#ifndef TDF_BLOCK_CACHE
+#define TDF_BLOCK_CACHE 1
+#endif
+
+// CPU buffers of 1 KiB and more (kernel outputs such as a weight gradient,
+// allocated and freed once per firing) go through a per-thread cache of free
+// blocks: glibc serves blocks of these sizes from its slow paths
+// (consolidation, heap trimming and the page faults after it), which cost
+// as much as the arithmetic in a TreeRNN training step. Blocks come in size
+// classes of 2^k, 1.25, 1.5 and 1.75 x 2^k bytes (at most 25% slack), one
+// stack of at most kPerClass blocks per class, kMaxBytes in all per thread,
+// so the memory held is bounded; a block freed on another thread joins that
+// thread's cache.
+constexpr size_t kCacheMinBytes = 1024;
+constexpr size_t kCacheMaxBlock = size_t{8} << 20;
+constexpr size_t kMaxBytes = size_t{16} << 20;
+constexpr int kPerClass = 16;
+constexpr int kClasses = 4 * 14;  // 1 KiB .. 8 MiB
+
+// The class of a block of `bytes` (kCacheMinBytes <= bytes <= kCacheMaxBlock)
+// and its size.
+int CacheClass(size_t bytes, size_t* size) {
+  int octave = 0;
+  size_t top = kCacheMinBytes;
+  while (top * 2 <= bytes) top *= 2, ++octave;  // the highest power of two <= bytes
+  const size_t quarter = top / 4;
+  const size_t steps = (bytes - top + quarter - 1) / quarter;  // 0..4
+  *size = top + steps * quarter;
+  return octave * 4 + static_cast<int>(steps);  // steps 4 == the next octave's 0: same size, either class
+}
+
+// Plain thread_locals stay usable during thread exit; `cache_dead` stops
+// caching once the reaper below has emptied the cache.
+thread_local void* cached[kClasses + 1][kPerClass];
+thread_local int num_cached[kClasses + 1];
+thread_local size_t cached_bytes = 0;
+thread_local bool cache_dead = false;
+
+struct CacheReaper {
+  ~CacheReaper() {
+    for (int c = 0; c <= kClasses; ++c) {
+      for (int i = 0; i < num_cached[c]; ++i) std::free(cached[c][i]);
+      num_cached[c] = 0;
+    }
+    cached_bytes = 0;
+    cache_dead = true;
+  }
+};
+thread_local CacheReaper reaper;
+
+void* TakeCached(int c, size_t size) {
+  if (cache_dead || num_cached[c] == 0) return nullptr;
+  cached_bytes -= size;
+  return cached[c][--num_cached[c]];
+}
+
 void CpuFree(void* data, size_t, Device) { std::free(data); }
+
+void CpuFreeCached(void* data, size_t bytes, Device) {
+  size_t size = 0;
+  const int c = CacheClass(bytes, &size);
+  if (!cache_dead && num_cached[c] < kPerClass && cached_bytes + size <= kMaxBytes) {
+    (void)&reaper;  // registers the reaper for this thread
+    cached[c][num_cached[c]++] = data;
+    cached_bytes += size;
+    return;
+  }
+  std::free(data);
+}
+
 }  // namespace
 
 Buffer* Buffer::Allocate(size_t bytes, Device device) {
   if (device.is_cpu()) {
+    if (TDF_BLOCK_CACHE && bytes >= kCacheMinBytes && bytes <= kCacheMaxBlock) {
+      size_t size = 0;
+      const int c = CacheClass(bytes, &size);
+      void* p = TakeCached(c, size);
+      if (p == nullptr) p = std::aligned_alloc(64, size);
+      if (p == nullptr) return nullptr;
+      return new Buffer(p, bytes, device, &CpuFreeCached);
+    }
     size_t rounded = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (p == nullptr) return nullptr;
     return new Buffer(p, bytes, device, &CpuFree);
   }
   return DeviceBackend::AllocateBuffer(bytes, device);

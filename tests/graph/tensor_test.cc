@@ -2,6 +2,8 @@
 // on to never change a value someone else holds.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "tdf/tensor.h"
@@ -39,6 +41,46 @@ TEST(TensorRefCount, WrappedBufferHeldElsewhere) {
   EXPECT_FALSE(t.RefCountIsOne());
   buf->Unref();
   EXPECT_TRUE(t.RefCountIsOne());
+}
+
+// Large CPU buffers are recycled through a per-thread cache: live tensors
+// never share memory, whatever the order of allocation and free, and blocks
+// freed on another thread are reusable.
+TEST(TensorAllocation, RecycledBuffersAreNeverShared) {
+  const int64_t sizes[] = {4096, 4100, 45000, 45000, 8192, 100000};
+  std::vector<Tensor> live;
+  auto fill = [](Tensor& t, float v) {
+    float* p = t.mutable_data<float>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) p[i] = v;
+  };
+  auto check = [](const Tensor& t, float v) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      if (p[i] != v) return false;
+    return true;
+  };
+  for (int round = 0; round < 4; ++round) {
+    for (int k = 0; k < 24; ++k) {
+      live.push_back(*Tensor::Empty(DType::kFloat32, Shape({sizes[k % 6]})));
+      fill(live.back(), static_cast<float>(live.size()));
+    }
+    for (size_t i = 0; i < live.size(); ++i) ASSERT_TRUE(check(live[i], static_cast<float>(i + 1))) << i;
+    // Free every other one, refill the survivors' indices.
+    std::vector<Tensor> kept;
+    for (size_t i = 0; i < live.size(); i += 2) kept.push_back(live[i]);
+    live = std::move(kept);
+    for (size_t i = 0; i < live.size(); ++i) fill(live[i], static_cast<float>(i + 1));
+  }
+  // Freed on another thread, then allocated here and there.
+  std::thread([moved = std::move(live)]() mutable { moved.clear(); }).join();
+  Tensor a = *Tensor::Empty(DType::kFloat32, Shape({45000}));
+  Tensor b = *Tensor::Empty(DType::kFloat32, Shape({45000}));
+  fill(a, 1.0f);
+  fill(b, 2.0f);
+  EXPECT_TRUE(check(a, 1.0f));
+  EXPECT_TRUE(check(b, 2.0f));
+  EXPECT_NE(a.raw_data(), b.raw_data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.raw_data()) % 64, 0u);
 }
 
 }  // namespace
