@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -95,15 +96,24 @@ Frame* AllocateFrame(const ExecBlock& block) {
                 sizeof(int32_t) * block.pending_template.size());
   // Zero bytes are empty child slots and empty (invalid, live) tokens.
   std::memset(static_cast<void*>(f->children()), 0, block.frame_bytes - block.children_offset);
-  for (const auto& [slot, value] : block.prefilled) f->slots_ptr[slot].value = value;
+  bool tensors = false;
+  for (const auto& [slot, value] : block.prefilled) {
+    f->slots_ptr[slot].value = value;
+    tensors |= !value.is_inline_scalar();
+  }
+  f->holds_tensors.store(tensors, std::memory_order_relaxed);
   return f;
 }
 
 void FreeFrame(Frame* f) {
   const ExecBlock& block = *f->block;
-  Token* slots = f->slots();
-  for (int32_t i = 0; i < block.num_slots; ++i) {
-    if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+  if (f->holds_tensors.load(std::memory_order_relaxed)) {
+    // Only slots that received a buffer need a release; scalar programs
+    // (fib: one frame per call) skip the walk.
+    Token* slots = f->slots();
+    for (int32_t i = 0; i < block.num_slots; ++i) {
+      if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+    }
   }
   Token* args = f->args();
   for (int32_t i = 0; i < block.num_args; ++i) {
@@ -127,6 +137,25 @@ constexpr int kCheckInterval = 1024;
 // holds more than this: a chain with one or two ready nodes (ack, a loop
 // counter) stays on one worker instead of bouncing its frames between cores.
 constexpr size_t kOfferThreshold = 2;
+
+// A 1-worker run is alone with its frames: its read-modify-writes need no
+// lock prefix (each one a full barrier on x86), so they are a load and a
+// store. Runs with more workers use real atomic operations.
+template <typename T, typename D>
+inline T FetchAdd(std::atomic<T>& a, D delta, bool alone) {
+  if (alone) {
+    const T v = a.load(std::memory_order_relaxed);
+    a.store(static_cast<T>(v + delta), std::memory_order_relaxed);
+    return v;
+  }
+  return a.fetch_add(static_cast<T>(delta), std::memory_order_acq_rel);
+}
+
+// The value of control tokens and dead tokens.
+const Tensor kNoValue;
+
+// Frames completed by one completion (a chain of returns).
+using FrameList = absl::InlinedVector<Frame*, 16>;
 
 struct ReadyItem {
   Frame* frame;
@@ -262,6 +291,7 @@ class Worker {
       dead_by_node_.assign(exe_->nodes.size(), 0);
     }
     worker_id_ = tbb::this_task_arena::current_thread_index();
+    alone_ = run->num_workers == 1;
   }
 
   void Loop(std::vector<ReadyItem> items);
@@ -309,8 +339,8 @@ class Worker {
   Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
   Frame* CreateIteration(LoopState* loop, int64_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mu);
   void FrameDone(Frame* f);
-  void IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** loop_release);
-  void LoopDone(LoopState* loop, std::vector<Frame*>* release);
+  void IterationDone(Frame* f, FrameList* release, LoopState** loop_release);
+  void LoopDone(LoopState* loop, FrameList* release);
   void Offer();
   bool CheckLimits();
   void CountFrame(int32_t depth);
@@ -337,6 +367,7 @@ class Worker {
   std::vector<Tensor> kernel_out_;
   std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
   int worker_id_ = 0;
+  bool alone_ = false;  // the run has one worker (see FetchAdd)
   int since_check_ = 0;
   int since_offer_ = 0;
   int64_t fired_ = 0;
@@ -349,8 +380,12 @@ void Worker::CountFrame(int32_t depth) {
   // live count, whose peak is a fact about the whole run, is shared.
   ++frames_created_;
   if (depth > max_depth_) max_depth_ = depth;
-  int64_t live = run_->live_frames.fetch_add(1, std::memory_order_relaxed) + 1;
+  int64_t live = FetchAdd(run_->live_frames, 1, alone_) + 1;
   int64_t peak = run_->peak_live_frames.load(std::memory_order_relaxed);
+  if (alone_) {
+    if (live > peak) run_->peak_live_frames.store(live, std::memory_order_relaxed);
+    return;
+  }
   while (live > peak && !run_->peak_live_frames.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
 }
@@ -386,13 +421,13 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
 
 void Worker::Release(Frame* f, int64_t delta) {
   if (delta == 0) return;
-  if (f->refs.fetch_add(delta, std::memory_order_acq_rel) + delta == 0) FrameDone(f);
+  if (FetchAdd(f->refs, delta, alone_) + delta == 0) FrameDone(f);
 }
 
 // Completes `f` and every frame that completes because of it, iteratively
 // (a chain of completions can be as long as the recursion is deep).
 void Worker::FrameDone(Frame* first) {
-  std::vector<Frame*> todo{first};
+  FrameList todo{first};  // inline: completing a frame must not allocate
   while (!todo.empty()) {
     Frame* f = todo.back();
     todo.pop_back();
@@ -408,7 +443,7 @@ void Worker::FrameDone(Frame* first) {
           const ExecNode& invoke = exe_->nodes[f->caller_node];
           for (const OutEdge& e : invoke.edges) {
             if (e.src_port >= 0) continue;
-            if (DeliverEdge(parent, e, Tensor(), false)) {
+            if (DeliverEdge(parent, e, kNoValue, false)) {
               Push(parent, e.dst);
               ++ready;
             }
@@ -416,8 +451,8 @@ void Worker::FrameDone(Frame* first) {
         }
         parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
         FreeFrame(f);
-        run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
-        if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) todo.push_back(parent);
+        FetchAdd(run_->live_frames, -1, alone_);
+        if (FetchAdd(parent->refs, ready - 1, alone_) + ready - 1 == 0) todo.push_back(parent);
         break;
       }
       case Frame::Kind::kIteration: {
@@ -458,7 +493,7 @@ Frame* Worker::CreateIteration(LoopState* loop, int64_t k) {
   return f;
 }
 
-void Worker::IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** loop_release) {
+void Worker::IterationDone(Frame* f, FrameList* release, LoopState** loop_release) {
   LoopState* loop = f->loop;
   Frame* succ = nullptr;
   bool chain_end = false;
@@ -492,7 +527,7 @@ void Worker::IterationDone(Frame* f, std::vector<Frame*>* release, LoopState** l
   if (chain_end) *loop_release = loop;
 }
 
-void Worker::LoopDone(LoopState* loop, std::vector<Frame*>* release) {
+void Worker::LoopDone(LoopState* loop, FrameList* release) {
   Frame* parent = loop->parent;
   int ready = 0;
   // Exits that never saw a live token deliver one dead token (TensorFlow's
@@ -501,7 +536,7 @@ void Worker::LoopDone(LoopState* loop, std::vector<Frame*>* release) {
     if (loop->exit_live[i]) continue;
     const ExecNode& exit = exe_->nodes[loop->block->exits[i]];
     for (const OutEdge& e : exit.edges) {
-      if (DeliverEdge(parent, e, Tensor(), true)) {
+      if (DeliverEdge(parent, e, kNoValue, true)) {
         Push(parent, e.dst);
         ++ready;
       }
@@ -518,8 +553,14 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
     const int32_t input = slot - dst.slot_base;
     Token& s = t->slots()[slot];
     s.value = value;
+    if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
     s.dead = false;
     int32_t cur = state.load(std::memory_order_relaxed);
+    if (alone_) {
+      if (cur & kMergeFired) return false;
+      state.store(cur | kMergeFired | (input << 16), std::memory_order_relaxed);
+      return true;
+    }
     while (!(cur & kMergeFired)) {
       if (state.compare_exchange_weak(cur, cur | kMergeFired | (input << 16), std::memory_order_acq_rel))
         return true;
@@ -528,7 +569,7 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
   }
   const int expected =
       dst.merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
-  const int32_t prev = state.fetch_add(1, std::memory_order_acq_rel);
+  const int32_t prev = FetchAdd(state, 1, alone_);
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
 
@@ -536,9 +577,10 @@ inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value,
   if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
   Token& s = t->slots()[e.dst_slot];
   s.value = value;
+  if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   s.dead = dead;
   if (e.dst_mode == DstMode::kSingle) return true;
-  return t->pending()[e.dst_index].fetch_sub(1, std::memory_order_acq_rel) == 1;
+  return FetchAdd(t->pending()[e.dst_index], -1, alone_) == 1;
 }
 
 bool Worker::DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead) {
@@ -553,7 +595,6 @@ bool Worker::DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& va
 
 int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead) {
   int ready = 0;
-  static const Tensor kNoValue;
   for (const OutEdge* e = begin; e != end; ++e) {
     const bool control = e->src_port < 0;
     const Tensor& value = control ? kNoValue : outs[e->src_port].value;
@@ -583,7 +624,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
       const auto& range = n.return_edges_by_label[f->label];
       Frame* parent = f->parent;
       int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
-      if (parent_ready > 0) parent->refs.fetch_add(parent_ready, std::memory_order_acq_rel);
+      if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, alone_);
     }
   }
   Release(f, ready - 1);
@@ -639,7 +680,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
     if (start != nullptr) Release(start, ready - early_enters);
     if (loop->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::vector<Frame*> todo;
+      FrameList todo;
       LoopDone(loop, &todo);
       for (Frame* t : todo) FrameDone(t);
     }
@@ -741,10 +782,10 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         fresh = nullptr;
       }
       if (fresh != nullptr) {
-        f->refs.fetch_add(1, std::memory_order_relaxed);  // the invocation is a child of f
+        FetchAdd(f->refs, 1, alone_);  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
         for (const auto& [merge, slot] : n.missing_arg_merges) {
-          if (DeliverToNode(fresh, merge, slot, Tensor(), true)) {
+          if (DeliverToNode(fresh, merge, slot, kNoValue, true)) {
             Push(fresh, merge);
             ++child_ready;
           }
@@ -762,7 +803,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   // Control edges to the site's Returns, in this frame.
   for (const OutEdge* e = begin; e != end; ++e) {
     if (e->kind == EdgeKind::kCall) continue;
-    if (DeliverEdge(f, *e, Tensor(), dead)) {
+    if (DeliverEdge(f, *e, kNoValue, dead)) {
       Push(f, e->dst);
       ++self_ready;
     }
@@ -775,7 +816,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   int lives = dead ? 0 : 1;
   if (n.site_num_calls > 1) {
     if (dead) cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
-    uint32_t prev = cs.arrivals.fetch_add(1 + (dead ? 0 : (1u << 16)), std::memory_order_acq_rel);
+    uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), alone_);
     last = static_cast<int32_t>((prev & 0xFFFF) + 1) == n.site_num_calls;
     lives += static_cast<int>(prev >> 16);
   }
@@ -786,7 +827,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
       if (!(mask & (uint64_t{1} << i))) continue;
       for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
-        if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, Tensor(), true)) {
+        if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, kNoValue, true)) {
           Push(c, e.dst);
           ++ready;
         }
@@ -804,7 +845,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     } else {
       // No argument entered the body: the Returns emit dead under our tag.
       for (const auto& [ret, slot] : n.site_returns) {
-        if (DeliverToNode(f, ret, slot, Tensor(), true)) {
+        if (DeliverToNode(f, ret, slot, kNoValue, true)) {
           Push(f, ret);
           ++self_ready;
         }
@@ -819,7 +860,7 @@ int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
   for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
     if (!(mask & (uint64_t{1} << i))) continue;
     for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
-      if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, Tensor(), true)) {
+      if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, kNoValue, true)) {
         Push(child, e.dst);
         ++ready;
       }
@@ -871,7 +912,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     }
     if (closed) {
       for (const auto& [ret, slot] : n.site_returns) {
-        if (DeliverToNode(f, ret, slot, Tensor(), true)) {
+        if (DeliverToNode(f, ret, slot, kNoValue, true)) {
           Push(f, ret);
           ++self_ready;
         }
@@ -897,7 +938,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
     outs[0].dead = true;
     int ready = 0;
     for (const OutEdge& e : n.edges) {
-      if (DeliverEdge(f, e, Tensor(), true)) {
+      if (DeliverEdge(f, e, kNoValue, true)) {
         Push(f, e.dst);
         ++ready;
       }
@@ -985,7 +1026,10 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   if (has_invariants && n.kind != NodeKind::kKernel) {
     // Control-flow nodes read their slots; kernels read invariants in place.
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      if (n.invariant_input[i] >= 0) slots[i].value = f->loop->invariants[n.invariant_input[i]].value;
+      if (n.invariant_input[i] >= 0) {
+        slots[i].value = f->loop->invariants[n.invariant_input[i]].value;
+        if (!slots[i].value.is_inline_scalar()) f->holds_tensors.store(true, std::memory_order_relaxed);
+      }
   }
   std::chrono::steady_clock::time_point t0;
   if (run_->tracing) t0 = std::chrono::steady_clock::now();
@@ -1078,7 +1122,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       f->loop->exit_live[n.io_index] = 1;
       Frame* parent = f->parent;
       int ready = DeliverEdges(parent, n.edges.data(), n.edges.data() + n.edges.size(), out, false);
-      if (ready > 0) parent->refs.fetch_add(ready, std::memory_order_acq_rel);
+      if (ready > 0) FetchAdd(parent->refs, ready, alone_);
       Release(f, -1);
       break;
     }

@@ -65,6 +65,9 @@ struct Frame {
   int32_t caller_node;     // dynamic mode: the Invoke node in the parent
   std::atomic<Frame*> next_iteration;  // iterations: k+1 once created
   std::atomic<int64_t> refs;
+  // Some slot may hold a tensor buffer (FreeFrame must release it). Set by
+  // any worker that delivers one; read when the frame is freed.
+  std::atomic<bool> holds_tensors;
   // Cached addresses of the trailing arrays (hot path: one load, not two).
   std::atomic<int32_t>* pending_ptr;
   Token* slots_ptr;
