@@ -132,6 +132,9 @@ class Compiler {
                                                : DstMode::kCounted;
       }
     }
+    for (ExecBlock& blk : exe_->blocks) {
+      if (blk.kind == ExecBlock::Kind::kFunction && options_.skip_dead_branches) BuildDeadRegions(blk);
+    }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     return absl::OkStatus();
   }
@@ -464,12 +467,196 @@ class Compiler {
     return out;
   }
 
+  // See DeadRegionGroup (executable.h). Only function bodies: recursion is
+  // where dead branches are fired over and over (one per call), and loop
+  // bodies keep TensorFlow's dead exiting iteration, which tests observe.
+  void BuildDeadRegions(ExecBlock& blk) {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    const int32_t size = static_cast<int32_t>(blk.nodes.size());
+    struct In {
+      int32_t src;   // block index
+      int16_t port;  // -1: control
+      int32_t input; // input index at the destination
+    };
+    // Local inputs of every node (by block index) and how many inputs came
+    // from elsewhere (arguments, results of calls).
+    std::vector<std::vector<In>> ins(size);
+    for (int32_t i = 0; i < size; ++i) {
+      const ExecNode& u = nodes[blk.nodes[i]];
+      for (const OutEdge& e : u.edges) {
+        if (e.kind != EdgeKind::kLocal) continue;
+        const ExecNode& d = nodes[e.dst];
+        if (d.block != blk.id) continue;
+        ins[d.index].push_back({i, e.src_port, e.dst_slot - d.slot_base});
+      }
+    }
+    auto eligible = [&](const ExecNode& n) {
+      if (n.folded || n.has_invariants || !n.return_edges_by_label.empty()) return false;
+      switch (n.kind) {
+        case NodeKind::kKernel:
+        case NodeKind::kSwitch:
+        case NodeKind::kNoOutput:
+        case NodeKind::kMerge:
+        case NodeKind::kReturn:
+          return true;
+        case NodeKind::kCall:
+          return !n.split_site;
+        default:
+          return false;
+      }
+    };
+    // Calls and Returns of each call site (by a Call of the site).
+    std::map<int32_t, std::vector<int32_t>> site_of_return;  // Return index -> the site's Call indices
+    for (int32_t i = 0; i < size; ++i) {
+      const ExecNode& n = nodes[blk.nodes[i]];
+      if (n.kind != NodeKind::kCall) continue;
+      std::vector<int32_t> calls;
+      for (int32_t c : n.site_calls) calls.push_back(nodes[c].index);
+      if (calls.empty()) calls.push_back(i);
+      for (const auto& [ret, slot] : n.site_returns) site_of_return[nodes[ret].index] = calls;
+    }
+    // Groups: Switches by predicate producer (block index, port).
+    std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_pred;
+    for (int32_t i = 0; i < size; ++i) {
+      const ExecNode& n = nodes[blk.nodes[i]];
+      if (n.kind != NodeKind::kSwitch || n.has_invariants || n.num_data_inputs != 2) continue;
+      for (const In& in : ins[i]) {
+        if (in.input == 1 && in.port >= 0) by_pred[{in.src, in.port}].push_back(i);  // the predicate's producer
+      }
+    }
+    struct Region {
+      int32_t group;
+      int32_t port;
+      std::vector<uint8_t> in;
+    };
+    std::vector<std::vector<int32_t>> groups;
+    for (auto& [key, members] : by_pred) groups.push_back(members);
+    std::vector<uint8_t> enabled(groups.size(), 1);
+    std::vector<Region> regions;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<uint8_t> member(size, 0);
+      for (int32_t m : groups[g]) member[m] = 1;
+      for (int32_t port = 0; port < 2; ++port) {
+        Region r{static_cast<int32_t>(g), port, std::vector<uint8_t>(size, 0)};
+        auto dead_input = [&](const In& in) { return r.in[in.src] || (member[in.src] && in.port == port); };
+        auto joins = [&](int32_t v) {
+          const ExecNode& n = nodes[blk.nodes[v]];
+          if (!eligible(n)) return false;
+          if (n.kind == NodeKind::kMerge) {
+            if (static_cast<int32_t>(ins[v].size()) != n.num_inputs) return false;
+            for (const In& in : ins[v])
+              if (!dead_input(in)) return false;
+            return true;
+          }
+          if (n.kind == NodeKind::kReturn) {
+            auto it = site_of_return.find(v);
+            if (it == site_of_return.end()) return false;
+            for (int32_t c : it->second)
+              if (!r.in[c]) return false;
+            return true;
+          }
+          bool any = false;
+          for (const In& in : ins[v]) any |= dead_input(in);
+          if (!any || n.kind != NodeKind::kCall) return any;
+          // A call site joins whole: every argument's Call is dead.
+          for (int32_t c : n.site_calls) {
+            const int32_t ci = nodes[c].index;
+            if (ci == v) continue;
+            bool dead = false;
+            for (const In& in : ins[ci]) dead |= dead_input(in);
+            if (!dead || !eligible(nodes[c])) return false;
+          }
+          return true;
+        };
+        // Fixpoint: bodies are small and regions nest, so a few passes do.
+        for (bool changed = true; changed;) {
+          changed = false;
+          for (int32_t v = 0; v < size; ++v) {
+            if (r.in[v] || !joins(v)) continue;
+            r.in[v] = 1;
+            changed = true;
+            const ExecNode& n = nodes[blk.nodes[v]];
+            if (n.kind == NodeKind::kCall) {
+              for (int32_t c : n.site_calls) r.in[nodes[c].index] = 1;
+            }
+          }
+        }
+        // A member inside its own region would never fire: no jump for it.
+        for (int32_t m : groups[g]) enabled[g] &= !r.in[m];
+        regions.push_back(std::move(r));
+      }
+    }
+    // Overlapping regions must nest group-wise: a group partly inside
+    // another group's region could wait forever for a member that never
+    // fires, and two unrelated regions could both deliver one frontier edge.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Region& a : regions) {
+        if (!enabled[a.group]) continue;
+        for (size_t g = 0; g < groups.size(); ++g) {
+          if (!enabled[g] || static_cast<int32_t>(g) == a.group) continue;
+          int32_t inside = 0;
+          for (int32_t m : groups[g]) inside += a.in[m];
+          bool nested = inside == static_cast<int32_t>(groups[g].size());
+          if (inside > 0 && !nested) {
+            enabled[g] = 0;
+            changed = true;
+            continue;
+          }
+          if (nested) continue;
+          // Unrelated groups: their regions must not share a node unless
+          // a's group lies inside g's region.
+          for (const Region& b : regions) {
+            if (b.group != static_cast<int32_t>(g)) continue;
+            bool a_inside_b = true;
+            for (int32_t m : groups[a.group]) a_inside_b &= b.in[m] != 0;
+            if (a_inside_b) continue;
+            for (int32_t v = 0; v < size; ++v) {
+              if (a.in[v] && b.in[v]) {
+                enabled[g] = 0;
+                changed = true;
+                break;
+              }
+            }
+            if (!enabled[g]) break;
+          }
+        }
+      }
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (!enabled[g]) continue;
+      bool any = false;
+      for (const Region& r : regions) any |= r.group == static_cast<int32_t>(g) && std::count(r.in.begin(), r.in.end(), 1) > 0;
+      if (!any) continue;  // nothing to skip
+      DeadRegionGroup drg;
+      drg.members = static_cast<int32_t>(groups[g].size());
+      drg.counter_index = size + static_cast<int32_t>(blk.dead_regions.size());
+      std::vector<uint8_t> member(size, 0);
+      for (int32_t m : groups[g]) member[m] = 1;
+      for (const Region& r : regions) {
+        if (r.group != static_cast<int32_t>(g)) continue;
+        for (int32_t u = 0; u < size; ++u) {
+          if (!r.in[u] && !member[u]) continue;
+          for (const OutEdge& e : nodes[blk.nodes[u]].edges) {
+            if (e.kind != EdgeKind::kLocal) continue;
+            if (!r.in[u] && e.src_port != r.port) continue;  // a member's other port and control edges
+            if (nodes[e.dst].block == blk.id && r.in[nodes[e.dst].index]) continue;
+            drg.frontier[r.port].push_back(e);
+          }
+        }
+      }
+      for (int32_t m : groups[g]) nodes[blk.nodes[m]].switch_group = static_cast<int32_t>(blk.dead_regions.size());
+      blk.dead_regions.push_back(std::move(drg));
+    }
+  }
+
   void Layout(ExecBlock& blk) {
-    blk.pending_template.assign(blk.nodes.size(), 0);
+    blk.pending_template.assign(blk.nodes.size() + blk.dead_regions.size(), 0);
     for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = exe_->nodes[blk.nodes[i]].pending_init;
+    for (const DeadRegionGroup& g : blk.dead_regions) blk.pending_template[g.counter_index] = g.members;
     size_t off = AlignUp(sizeof(Frame), 16);
     blk.pending_offset = off;
-    off = AlignUp(off + sizeof(std::atomic<int32_t>) * blk.nodes.size(), 16);
+    off = AlignUp(off + sizeof(std::atomic<int32_t>) * blk.pending_template.size(), 16);
     blk.children_offset = off;
     off = AlignUp(off + sizeof(runtime::ChildSlot) * blk.num_child_slots, 16);
     blk.slots_offset = off;

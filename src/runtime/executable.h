@@ -122,6 +122,23 @@ struct ExecNode {
   int32_t io_index = -1;
   // Variable handle (kKernel Variable): index in the session's variables.
   int32_t variable = -1;
+  // Switch in a function body: its dead-region group (ExecBlock::dead_regions), or -1.
+  int32_t switch_group = -1;
+};
+
+// Dead-branch skipping. The Switches of a function body that share one
+// predicate output form a group; whatever a group's port p makes dead (its
+// region: every op with an input from that port or from the region, Merges
+// whose inputs all come from it, call sites whose arguments all do) would
+// only pass dead tokens on. Instead of firing the region node by node, the
+// group's Switches hold back their port-p tokens and the last of them to fire
+// delivers one dead token along each edge that leaves the region (its
+// frontier). Results and every node outside regions are unchanged; region
+// nodes simply never fire dead (fewer dead firings in RunStats and traces).
+struct DeadRegionGroup {
+  int32_t members = 0;       // Switches in the group; the frame counter's start
+  int32_t counter_index = 0; // index in the frame's pending array
+  std::vector<OutEdge> frontier[2];  // per dead port
 };
 
 struct ExecBlock {
@@ -133,6 +150,7 @@ struct ExecBlock {
   std::vector<int32_t> nodes;    // global ids, in block-index order
   std::vector<int32_t> sources;  // fire when a frame of this block is created
   std::vector<int32_t> pending_template;  // per block index
+  std::vector<DeadRegionGroup> dead_regions;
   // Slots pre-filled at frame creation with folded constants.
   std::vector<std::pair<int32_t, Tensor>> prefilled;
   int32_t num_slots = 0;

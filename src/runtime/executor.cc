@@ -329,6 +329,7 @@ class Worker {
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port);
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -625,6 +626,31 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
       Frame* parent = f->parent;
       int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
       if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, alone_);
+    }
+  }
+  Release(f, ready - 1);
+}
+
+// A Switch of a dead-region group (DeadRegionGroup): its live port as usual,
+// its dead port held back; the group's last Switch to fire in this frame
+// delivers the region's frontier instead of the region firing dead.
+void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port) {
+  int ready = 0;
+  for (const OutEdge& e : n.edges) {
+    if (e.src_port == dead_port) continue;
+    const bool control = e.src_port < 0;
+    if (DeliverEdge(f, e, control ? kNoValue : outs[e.src_port].value, control ? dead : outs[e.src_port].dead)) {
+      Push(f, e.dst);
+      ++ready;
+    }
+  }
+  const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
+  if (FetchAdd(f->pending()[group.counter_index], -1, alone_) == 1) {
+    for (const OutEdge& e : group.frontier[dead_port]) {
+      if (DeliverEdge(f, e, kNoValue, true)) {
+        Push(f, e.dst);
+        ++ready;
+      }
     }
   }
   Release(f, ready - 1);
@@ -1033,6 +1059,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   }
   std::chrono::steady_clock::time_point t0;
   if (run_->tracing) t0 = std::chrono::steady_clock::now();
+  int dead_port = -1;  // grouped Switch: the port its dead region skips
 
   switch (n.kind) {
     case NodeKind::kKernel: {
@@ -1062,7 +1089,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       out[0].value = run_->feeds[n.io_index];
       break;
     case NodeKind::kSwitch: {
-      if (dead) break;
+      if (slots[1].dead || (dead && n.switch_group < 0)) break;
       const Tensor& p = slots[1].value;
       bool pred;
       if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
@@ -1075,6 +1102,10 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
         }
         pred = *v;
       }
+      // A grouped Switch holds back its dead port (dead data: both ports
+      // are dead, and the other one propagates as usual).
+      if (n.switch_group >= 0) dead_port = pred ? 0 : 1;
+      if (dead) break;
       out[pred ? 1 : 0].value = std::move(slots[0].value);
       out[pred ? 0 : 1].dead = true;
       break;
@@ -1137,6 +1168,13 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       break;
     case NodeKind::kRetval:
       FireRetval(f, n, out, dead);
+      break;
+    case NodeKind::kSwitch:
+      if (dead_port >= 0) {
+        PropagateGroupedSwitch(f, n, out, dead, dead_port);
+      } else {
+        PropagateLocal(f, n, out, dead);
+      }
       break;
     default:
       PropagateLocal(f, n, out, dead);

@@ -379,15 +379,34 @@ TEST_P(ControlFlowTest, UntakenRecursiveCallsDoNotEnterTheBody) {
   // fib's base case leaves both recursive sites untaken: their Calls fire
   // dead and go straight to the Returns (design.md §2, step 5), so the number
   // of invocations is exactly the number of live calls.
-  auto s = MakeSession(reference::Fib(), Options());
+  const int64_t calls = exec_test::FibCalls(89);
+  const int64_t base_cases = 89;  // invocations with n <= 1
+  SessionOptions every_dead_node = Options();
+  every_dead_node.skip_dead_branches = false;
+  auto s = MakeSession(reference::Fib(), every_dead_node);
   ASSERT_NE(s, nullptr);
   RunStats stats;
   EXPECT_EQ(RunResult(s.get(), {{"n", I(10)}}, &stats).scalar<int64_t>(), 89);
-  const int64_t calls = exec_test::FibCalls(89);
   EXPECT_EQ(stats.frames_created, calls + 1);
-  const int64_t base_cases = 89;  // invocations with n <= 1
   EXPECT_THAT(OpCount(stats, "Call"), Pair(calls, 2 * base_cases));
   EXPECT_THAT(OpCount(stats, "Return"), Pair(calls, 2 * base_cases));
+  const int64_t dead_firings = stats.dead_firings;
+  EXPECT_GT(dead_firings, 0);
+
+  // Skipping dead branches (the default), the untaken else branch of a base
+  // case — its Subs, both call sites and the Add — is passed over whole: the
+  // cond's Merge gets its dead input from the branch's frontier, and none of
+  // the branch's nodes fires dead. Same invocations, same live firings.
+  auto skipping = MakeSession(reference::Fib(), Options());
+  ASSERT_NE(skipping, nullptr);
+  RunStats skipped;
+  EXPECT_EQ(RunResult(skipping.get(), {{"n", I(10)}}, &skipped).scalar<int64_t>(), 89);
+  EXPECT_EQ(skipped.frames_created, calls + 1);
+  EXPECT_EQ(skipped.live_firings, stats.live_firings);
+  EXPECT_THAT(OpCount(skipped, "Call"), Pair(calls, 0));
+  EXPECT_THAT(OpCount(skipped, "Return"), Pair(calls, 0));
+  EXPECT_EQ(skipped.dead_firings, 0);
+  EXPECT_EQ(skipped.live_frames_after_run, 0);
 }
 
 // ---- tags ----
