@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -263,9 +264,19 @@ struct RunState {
 
 namespace {
 
-std::string TagString(const Frame* f) {
+// Error messages show at most the newest kMaxLabelsInMessages labels (deep
+// recursion makes tags of a million) and how many more there are; traces
+// get whole tags.
+constexpr size_t kMaxLabelsInMessages = 64;
+
+std::string TagString(const Frame* f, size_t max_labels = SIZE_MAX) {
   std::vector<std::string> labels;
+  size_t omitted = 0;
   for (; f != nullptr && f->kind != Frame::Kind::kRoot; f = f->parent) {
+    if (labels.size() >= max_labels) {
+      omitted += f->kind == Frame::Kind::kInvocation ? 1 : 2;
+      continue;
+    }
     if (f->kind == Frame::Kind::kInvocation) {
       labels.push_back(absl::StrCat(f->label));
     } else {
@@ -273,11 +284,12 @@ std::string TagString(const Frame* f) {
       labels.push_back(f->block->name);
     }
   }
+  if (omitted > 0) labels.push_back(absl::StrCat("... ", omitted, " more"));
   return absl::StrCat("[", absl::StrJoin(labels, ", "), "]");
 }
 
 std::string NodeAtTag(const ExecNode& n, const Frame* f) {
-  return absl::StrCat("node '", n.def->name, "' (", n.def->op, ") at tag ", TagString(f));
+  return absl::StrCat("node '", n.def->name, "' (", n.def->op, ") at tag ", TagString(f, kMaxLabelsInMessages));
 }
 
 class Worker {
@@ -824,6 +836,14 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         Push(child, e->dst);
         ++child_ready;
       }
+    }
+    if (n.site_num_calls > 1 && child_ready > 0) {
+      // Count what we made ready before announcing our arrival: once the
+      // site's last Call has arrived it drops the invocation's external
+      // reference, and on another worker the invocation could then finish,
+      // and its frame be reused, while our ready nodes wait on our stack.
+      FetchAdd(child->refs, child_ready, alone_);
+      child_ready = 0;
     }
   }
   // Control edges to the site's Returns, in this frame.

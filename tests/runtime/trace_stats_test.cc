@@ -126,7 +126,9 @@ TEST_P(StatsTest, AckFramesFollowTheNativeStackDepth) {
     // its outer call ack(m-1, .) created as soon as m-1 is known.
     EXPECT_GE(stats.peak_live_frames, depth) << n;
     EXPECT_LE(stats.peak_live_frames, GetParam() * (2 * depth + 2)) << n;
-    EXPECT_GT(stats.frames_created, 10 * stats.peak_live_frames) << n;
+    // One worker: far fewer live frames than calls. (More workers than
+    // cores hold up to P such stacks; the bound above covers them.)
+    if (GetParam() == 1) EXPECT_GT(stats.frames_created, 10 * stats.peak_live_frames) << n;
     EXPECT_EQ(stats.live_frames_after_run, 0);
   }
 }
