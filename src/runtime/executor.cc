@@ -938,7 +938,6 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     return;
   }
   const uint64_t arrived = cs.arrived.fetch_or(bit, std::memory_order_acq_rel) | bit;
-  const uint64_t all = n.site_calls.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << n.site_calls.size()) - 1;
   auto existing_child = [&]() -> Frame* {
     if (child != nullptr) return child;
     void* c = cs.child.load(std::memory_order_acquire);
@@ -968,12 +967,15 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
       if (child != nullptr) child_delta += EnterDeadArgs(child, n, part_dead);
     }
   }
-  if (arrived == all) {
-    // The site's last Call drops the invocation's external reference.
+  if (child != nullptr && child_delta != 0) Release(child, child_delta);  // our ready nodes
+  // The external reference is dropped by the site's last Call to *finish*,
+  // not the last to arrive: a Call whose part completed still delivers its
+  // dead arguments after announcing its arrival, and the invocation must
+  // not complete (and its frame be reused) under those deliveries.
+  if (FetchAdd(cs.finished, 1, alone_) + 1 == static_cast<uint32_t>(n.site_calls.size())) {
     child = existing_child();
-    if (child != nullptr) child_delta -= 1;
+    if (child != nullptr) Release(child, -1);
   }
-  if (child != nullptr) Release(child, child_delta);
   Release(f, self_ready - 1);
 }
 

@@ -43,6 +43,7 @@ inline void* const kChildDone = reinterpret_cast<void*>(uintptr_t{1});
 struct ChildSlot {
   std::atomic<void*> child{nullptr};     // Frame* (call site) or LoopState* (loop)
   std::atomic<uint32_t> arrivals{0};     // Call nodes fired at this site: (live << 16) | total
+  std::atomic<uint32_t> finished{0};     // split sites: Calls done delivering into the invocation
   std::atomic<uint64_t> dead_calls{0};   // bit i: site_calls[i] fired dead
   std::atomic<uint64_t> arrived{0};      // split sites: bit i: site_calls[i] fired
 };
