@@ -498,6 +498,7 @@ class Compiler {
         case NodeKind::kNoOutput:
         case NodeKind::kMerge:
         case NodeKind::kReturn:
+        case NodeKind::kInvoke:  // dynamic mode: a dead Invoke only passes dead on
           return true;
         case NodeKind::kCall:
           return !n.split_site;
@@ -633,18 +634,21 @@ class Compiler {
       drg.counter_index = size + static_cast<int32_t>(blk.dead_regions.size());
       std::vector<uint8_t> member(size, 0);
       for (int32_t m : groups[g]) member[m] = 1;
+      bool local = true;  // every frontier edge stays in the frame (else: no skipping)
       for (const Region& r : regions) {
         if (r.group != static_cast<int32_t>(g)) continue;
         for (int32_t u = 0; u < size; ++u) {
           if (!r.in[u] && !member[u]) continue;
           for (const OutEdge& e : nodes[blk.nodes[u]].edges) {
-            if (e.kind != EdgeKind::kLocal) continue;
+            if (e.kind == EdgeKind::kCall && r.in[u]) continue;  // a skipped call site has no invocation
             if (!r.in[u] && e.src_port != r.port) continue;  // a member's other port and control edges
+            local &= e.kind == EdgeKind::kLocal && nodes[e.dst].block == blk.id;
             if (nodes[e.dst].block == blk.id && r.in[nodes[e.dst].index]) continue;
             drg.frontier[r.port].push_back(e);
           }
         }
       }
+      if (!local) continue;
       for (int32_t m : groups[g]) nodes[blk.nodes[m]].switch_group = static_cast<int32_t>(blk.dead_regions.size());
       blk.dead_regions.push_back(std::move(drg));
     }
