@@ -33,11 +33,20 @@ constexpr size_t kSizeClassBytes = 64;
 constexpr size_t kNumSizeClasses = 128;  // frames up to 8 KiB are pooled
 constexpr size_t kMaxPooledPerClass = 1 << 14;
 
+// Frames above the pooled sizes (a main graph of thousands of nodes: one
+// root frame per run) are kept too, a few per thread by exact size: fresh
+// large allocations are mmapped, and their page faults and zeroing cost
+// more than the run itself for a graph like chain(10^4).
+constexpr size_t kMaxLargeFrames = 4;
+constexpr size_t kMaxLargeFrameBytes = size_t{64} << 20;
+
 struct FramePool {
   std::vector<void*> free_lists[kNumSizeClasses];
+  std::vector<std::pair<size_t, void*>> large;  // (bytes, block)
   ~FramePool() {
     for (auto& list : free_lists)
       for (void* p : list) std::free(p);
+    for (auto& [bytes, p] : large) std::free(p);
   }
 };
 
@@ -55,6 +64,14 @@ void* AllocateBytes(size_t bytes) {
       list.pop_back();
       return p;
     }
+  } else {
+    auto& large = ThreadPool().large;
+    for (size_t i = 0; i < large.size(); ++i) {
+      if (large[i].first != bytes) continue;
+      void* p = large[i].second;
+      large.erase(large.begin() + static_cast<std::ptrdiff_t>(i));
+      return p;
+    }
   }
   return std::aligned_alloc(kSizeClassBytes, bytes);
 }
@@ -67,6 +84,14 @@ void FreeBytes(void* p, size_t bytes) {
       list.push_back(p);
       return;
     }
+  } else if (bytes <= kMaxLargeFrameBytes) {
+    auto& large = ThreadPool().large;
+    if (large.size() == kMaxLargeFrames) {
+      std::free(large.front().second);
+      large.erase(large.begin());
+    }
+    large.push_back({bytes, p});
+    return;
   }
   std::free(p);
 }
