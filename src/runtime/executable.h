@@ -124,6 +124,10 @@ struct ExecNode {
   int32_t variable = -1;
   // Switch in a function body: its dead-region group (ExecBlock::dead_regions), or -1.
   int32_t switch_group = -1;
+  // Eligible for the executor's fast path (Worker::FireFast): a scalar
+  // kernel, Const, Switch, Merge or Return outside the main graph, without
+  // loop invariants or function results.
+  bool fast = false;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one

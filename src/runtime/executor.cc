@@ -329,6 +329,7 @@ class Worker {
     }
     worker_id_ = tbb::this_task_arena::current_thread_index();
     alone_ = run->num_workers == 1;
+    fast_ok_ = !run->tracing && live_by_node_.empty();
   }
 
   void Loop(std::vector<ReadyItem> items);
@@ -354,6 +355,7 @@ class Worker {
 
  private:
   void Fire(Frame* f, const ExecNode& n);
+  bool FireFast(Frame* f, const ExecNode& n);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -406,6 +408,7 @@ class Worker {
   std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
   int worker_id_ = 0;
   bool alone_ = false;  // the run has one worker (see FetchAdd)
+  bool fast_ok_ = false;  // no tracing, no per-node counts: FireFast may run
   int since_check_ = 0;
   int since_offer_ = 0;
   int64_t fired_ = 0;
@@ -1067,6 +1070,84 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   Release(f, -1);
 }
 
+// The common firings of scalar programs, without Fire's generality: every
+// input live, scalars inline, no tracing or per-node counts. Returns false,
+// having changed nothing, when the case is not covered; Fire handles it.
+bool Worker::FireFast(Frame* f, const ExecNode& n) {
+  if (f->instance != nullptr) return false;  // dynamic mode reads its copied edges in Fire
+  Token* slots = f->slots() + n.slot_base;
+  Tensor out0, out1;   // out1: a Merge's value_index
+  int dead_port = -1;  // Switch: the untaken port
+  int held_port = -1;  // grouped Switch: the untaken port, held back (DeadRegionGroup)
+  switch (n.kind) {
+    case NodeKind::kKernel: {
+      for (int32_t i = 0; i < n.num_inputs; ++i)
+        if (slots[i].dead) return false;
+      if (n.is_const) {
+        out0 = n.const_value;
+        break;
+      }
+      if (n.num_data_inputs == 0) return false;
+      const Tensor* in1 = n.num_data_inputs > 1 ? &slots[1].value : nullptr;
+      if (!ComputeScalar(n.scalar_op, slots[0].value, in1, &out0)) return false;
+      break;
+    }
+    case NodeKind::kSwitch: {
+      for (int32_t i = 0; i < n.num_inputs; ++i)
+        if (slots[i].dead) return false;
+      const Tensor& p = slots[1].value;
+      if (p.dtype() != DType::kBool || !p.is_inline_scalar()) return false;
+      dead_port = p.scalar<bool>() ? 0 : 1;
+      if (n.switch_group >= 0) held_port = dead_port;
+      out0 = std::move(slots[0].value);
+      break;
+    }
+    case NodeKind::kMerge: {
+      const int32_t state = f->pending()[n.index].load(std::memory_order_acquire);
+      if (!(state & kMergeFired)) return false;  // all inputs dead
+      const int32_t input = (state >> 16) & 0x3FFF;
+      out0 = std::move(slots[input].value);
+      out1 = Tensor::Scalar<int32_t>(input);
+      break;
+    }
+    case NodeKind::kReturn:
+      if (slots[0].dead) return false;
+      out0 = std::move(slots[0].value);
+      break;
+    default:
+      return false;
+  }
+  ++live_by_op_[n.op_id];
+  int ready = 0;
+  for (const OutEdge& e : n.edges) {
+    const Tensor* value = &kNoValue;
+    bool edge_dead = false;
+    if (dead_port >= 0 && e.src_port == dead_port) {
+      if (held_port >= 0) continue;
+      edge_dead = true;
+    } else if (e.src_port >= 0) {
+      value = e.src_port == 1 && n.kind == NodeKind::kMerge ? &out1 : &out0;
+    }
+    if (DeliverEdge(f, e, *value, edge_dead)) {
+      Push(f, e.dst);
+      ++ready;
+    }
+  }
+  if (held_port >= 0) {
+    const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
+    if (FetchAdd(f->pending()[group.counter_index], -1, alone_) == 1) {
+      for (const OutEdge& e : group.frontier[held_port]) {
+        if (DeliverEdge(f, e, kNoValue, true)) {
+          Push(f, e.dst);
+          ++ready;
+        }
+      }
+    }
+  }
+  Release(f, ready - 1);
+  return true;
+}
+
 void Worker::Fire(Frame* f, const ExecNode& n) {
   Token* slots = f->slots() + n.slot_base;
   Token* out = out_;
@@ -1350,7 +1431,8 @@ void Worker::Loop(std::vector<ReadyItem> items) {
       current_ = item.frame;
       current_loop_ = item.frame->loop;
     }
-    Fire(item.frame, exe_->nodes[item.node]);
+    const ExecNode& node = exe_->nodes[item.node];
+    if (!(node.fast && fast_ok_ && FireFast(item.frame, node))) Fire(item.frame, node);
     ++fired_;
     if ((stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) && run_->num_workers > 1 &&
         ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&

@@ -3,6 +3,8 @@
 // over whole instead of firing dead node by node. Asserted as a differential
 // fact against the run that fires every dead node: same answers, same live
 // firings, same invocations, never more dead firings, nothing left live.
+// The same programs also compare the executor's scalar fast path with its
+// general path (which per-node counting selects).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -113,6 +115,16 @@ TEST_P(DeadBranchesTest, SameAnswersAndLiveFiringsWithFewerDeadOnes) {
       EXPECT_LE(a.dead_firings, b.dead_firings);
       EXPECT_EQ(a.live_frames_after_run, 0);
       EXPECT_EQ(b.live_frames_after_run, 0);
+      // Per-node counts turn the executor's scalar fast path off: the
+      // general path must fire exactly the same nodes.
+      SessionOptions general = on;
+      general.collect_node_stats = true;
+      auto slow = MakeSession(prog.build(), general);
+      ASSERT_NE(slow, nullptr);
+      RunStats c;
+      EXPECT_EQ(AsInt(RunResult(slow.get(), prog.feeds, &c)), prog.want);
+      EXPECT_EQ(c.firings_by_op, a.firings_by_op);
+      EXPECT_EQ(c.frames_created, a.frames_created);
     }
   }
 }
