@@ -137,9 +137,10 @@ class Compiler {
     }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (ExecNode& n : exe_->nodes) {
-      const bool kind_ok = n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge || n.kind == NodeKind::kReturn ||
-                           (n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone));
-      n.fast = kind_ok && !n.has_invariants && n.return_edges_by_label.empty() && n.num_outputs <= 2 &&
+      const bool kernel = n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone);
+      const bool kind_ok = kernel || n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge ||
+                           n.kind == NodeKind::kReturn || n.kind == NodeKind::kCall;
+      n.fast = kind_ok && !n.has_invariants && (kernel || n.return_edges_by_label.empty()) && n.num_outputs <= 2 &&
                n.num_data_inputs <= 2 && exe_->blocks[n.block].kind != ExecBlock::Kind::kMain && !n.folded;
     }
     return absl::OkStatus();

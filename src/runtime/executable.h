@@ -125,8 +125,8 @@ struct ExecNode {
   // Switch in a function body: its dead-region group (ExecBlock::dead_regions), or -1.
   int32_t switch_group = -1;
   // Eligible for the executor's fast path (Worker::FireFast): a scalar
-  // kernel, Const, Switch, Merge or Return outside the main graph, without
-  // loop invariants or function results.
+  // kernel (a function's result included), Const, Switch, Merge, Call or
+  // Return outside the main graph, without loop invariants.
   bool fast = false;
 };
 

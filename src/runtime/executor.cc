@@ -1090,7 +1090,23 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       if (n.num_data_inputs == 0) return false;
       const Tensor* in1 = n.num_data_inputs > 1 ? &slots[1].value : nullptr;
       if (!ComputeScalar(n.scalar_op, slots[0].value, in1, &out0)) return false;
+      if (!n.return_edges_by_label.empty()) {  // a function's result: to the caller's Return too
+        ++live_by_op_[n.op_id];
+        Token outs[1];
+        outs[0].value = std::move(out0);
+        PropagateLocal(f, n, outs, false);
+        return true;
+      }
       break;
+    }
+    case NodeKind::kCall: {
+      for (int32_t i = 0; i < n.num_inputs; ++i)
+        if (slots[i].dead) return false;
+      ++live_by_op_[n.op_id];
+      Token outs[1];
+      if (n.num_data_inputs > 0) outs[0].value = std::move(slots[0].value);
+      FireCall(f, n, outs, false);
+      return true;
     }
     case NodeKind::kSwitch: {
       for (int32_t i = 0; i < n.num_inputs; ++i)
