@@ -141,7 +141,7 @@ class Compiler {
       const bool kind_ok = kernel || n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge ||
                            n.kind == NodeKind::kReturn || n.kind == NodeKind::kCall;
       n.fast = kind_ok && !n.has_invariants && (kernel || n.return_edges_by_label.empty()) && n.num_outputs <= 2 &&
-               n.num_data_inputs <= 2 && exe_->blocks[n.block].kind != ExecBlock::Kind::kMain && !n.folded;
+               n.num_data_inputs <= 2 && !n.folded;
     }
     return absl::OkStatus();
   }

@@ -126,7 +126,7 @@ struct ExecNode {
   int32_t switch_group = -1;
   // Eligible for the executor's fast path (Worker::FireFast): a scalar
   // kernel (a function's result included), Const, Switch, Merge, Call or
-  // Return outside the main graph, without loop invariants.
+  // Return, without loop invariants.
   bool fast = false;
 };
 

@@ -1075,6 +1075,10 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
 // having changed nothing, when the case is not covered; Fire handles it.
 bool Worker::FireFast(Frame* f, const ExecNode& n) {
   if (f->instance != nullptr) return false;  // dynamic mode reads its copied edges in Fire
+  if (f == run_->root) {
+    if (run_->fetch_first[n.id] >= 0) return false;  // Fire records fetched values
+    run_->fired_in_root[n.id] = 1;                    // for targets
+  }
   Token* slots = f->slots() + n.slot_base;
   Tensor out0, out1;   // out1: a Merge's value_index
   int dead_port = -1;  // Switch: the untaken port
