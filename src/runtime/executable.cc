@@ -16,9 +16,8 @@ namespace tdf {
 namespace runtime {
 
 int32_t ExecutableGraph::FindMainNode(absl::string_view name) const {
-  for (int32_t id : blocks[0].nodes)
-    if (nodes[id].def->name == name) return id;
-  return -1;
+  auto it = main_by_name.find(name);
+  return it == main_by_name.end() ? -1 : it->second;
 }
 
 namespace {
@@ -97,6 +96,7 @@ class Compiler {
       ExecBlock& blk = exe_->blocks[n.block];
       n.index = static_cast<int32_t>(blk.nodes.size());
       blk.nodes.push_back(n.id);
+      if (n.block == 0) exe_->main_by_name.emplace(def.name, n.id);
       n.num_inputs = static_cast<int32_t>(def.input.size());
       n.num_data_inputs = def.num_data_inputs();
       n.slot_base = blk.num_slots;
@@ -140,8 +140,11 @@ class Compiler {
       const bool kernel = n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone);
       const bool kind_ok = kernel || n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge ||
                            n.kind == NodeKind::kReturn || n.kind == NodeKind::kCall;
+      // A Merge reads only the input that fired it, however many it has
+      // (a function's argument Merge has one per call site).
+      n.is_result = !n.return_edges_by_label.empty();
       n.fast = kind_ok && !n.has_invariants && (kernel || n.return_edges_by_label.empty()) && n.num_outputs <= 2 &&
-               n.num_data_inputs <= 2 && !n.folded;
+               (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
     }
     return absl::OkStatus();
   }
@@ -704,6 +707,15 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, Exe
     }
   }
   TDF_RETURN_IF_ERROR(compiler.Link());
+  size_t total_edges = 0;
+  for (const ExecNode& n : exe->nodes) total_edges += n.edges.size();
+  exe->edge_pool.reserve(total_edges);
+  for (ExecNode& n : exe->nodes) {
+    n.out_begin = exe->edge_pool.data() + exe->edge_pool.size();
+    n.num_out = static_cast<int32_t>(n.edges.size());
+    exe->edge_pool.insert(exe->edge_pool.end(), n.edges.begin(), n.edges.end());
+    std::vector<OutEdge>().swap(n.edges);
+  }
   return exe;
 }
 

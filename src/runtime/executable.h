@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "tdf/graph.h"
 #include "tdf/kernel.h"
 #include "tdf/op_registry.h"
@@ -63,27 +65,44 @@ enum class NodeKind : uint8_t {
   kNoOutput, // NoOp
 };
 
-struct ExecNode {
-  const NodeDef* def = nullptr;  // owned by ExecutableGraph::graph
+// Fields every firing reads come first and fill one cache line: a large
+// main graph (chain(10^5)) streams its nodes from memory, and a firing that
+// touched fields spread over the whole struct missed several lines.
+struct alignas(64) ExecNode {
   NodeKind kind = NodeKind::kKernel;
+  ScalarOp scalar_op = ScalarOp::kNone;  // the executor's inline scalar path
+  // Eligible for the executor's fast path (Worker::FireFast): a scalar
+  // kernel (a function's result included), Const, Switch, Merge, Call or
+  // Return, without loop invariants.
+  bool fast = false;
+  bool is_const = false;        // Const: the value is emitted without a kernel call
+  bool has_invariants = false;  // some input reads a loop invariant
+  bool is_result = false;       // a function's result (return_edges_by_label)
   int32_t id = 0;         // global
-  int32_t block = 0;
   int32_t index = 0;      // dense index inside the block (pending counters)
   int32_t slot_base = 0;  // first input slot in the frame
   int32_t num_inputs = 0; // data + control: one slot each
   int32_t num_data_inputs = 0;
   int32_t num_outputs = 0;
-  int32_t pending_init = 0;  // inputs to wait for (excludes loop invariants)
   int32_t op_id = 0;      // dense id of the op name (stats)
-  bool has_invariants = false;  // some input reads a loop invariant
+  // Switch in a function body: its dead-region group (ExecBlock::dead_regions), or -1.
+  int32_t switch_group = -1;
+  // The out edges, in ExecutableGraph::edge_pool (node order: a chain's
+  // edges are contiguous), ordered so that Return edges of one label are
+  // contiguous.
+  const OutEdge* out_begin = nullptr;
+  int32_t num_out = 0;
+  int32_t block = 0;
+  int32_t pending_init = 0;  // inputs to wait for (excludes loop invariants)
+  absl::Span<const OutEdge> out() const { return {out_begin, static_cast<size_t>(num_out)}; }
+
+  const NodeDef* def = nullptr;  // owned by ExecutableGraph::graph
   OpKernel* kernel = nullptr;  // not owned
   Device device;               // where the kernel runs
   void* device_context = nullptr;  // the device's stream (GPU kernels)
-  ScalarOp scalar_op = ScalarOp::kNone;  // the executor's inline scalar path
-  bool is_const = false;       // Const: the value is emitted without a kernel call
   bool folded = false;         // a Const written into its consumers' slots at frame creation
   Tensor const_value;
-  // Edges, ordered so that Return edges of one label are contiguous.
+  // While compiling: the out edges (moved to the pool by Compile).
   std::vector<OutEdge> edges;
   // Merge: inputs expected in iteration 0 (or outside loops) and later ones.
   int32_t merge_expected[2] = {0, 0};
@@ -122,12 +141,6 @@ struct ExecNode {
   int32_t io_index = -1;
   // Variable handle (kKernel Variable): index in the session's variables.
   int32_t variable = -1;
-  // Switch in a function body: its dead-region group (ExecBlock::dead_regions), or -1.
-  int32_t switch_group = -1;
-  // Eligible for the executor's fast path (Worker::FireFast): a scalar
-  // kernel (a function's result included), Const, Switch, Merge, Call or
-  // Return, without loop invariants.
-  bool fast = false;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one
@@ -176,6 +189,7 @@ struct ExecutableGraph {
   Graph graph;  // the graph that runs (owns every NodeDef)
   std::vector<std::unique_ptr<NodeDef>> extra_defs;  // dynamic mode: function body nodes
   std::vector<ExecNode> nodes;
+  std::vector<OutEdge> edge_pool;  // every node's out edges (ExecNode::out)
   std::vector<ExecBlock> blocks;  // blocks[0] is main
   std::vector<std::unique_ptr<OpKernel>> kernels;
   std::vector<std::string> op_names;  // by op_id
@@ -184,6 +198,9 @@ struct ExecutableGraph {
   ExecutionMode mode = ExecutionMode::kStatic;
 
   int32_t FindMainNode(absl::string_view name) const;  // -1 if none
+  // Main-graph node ids by name: feeds and fetches are resolved on every
+  // run, and a scan is linear in the graph (chain(10^5): 9% of a run).
+  absl::flat_hash_map<std::string, int32_t> main_by_name;
 };
 
 // Builds the executable form. In static mode `graph` must be transformed

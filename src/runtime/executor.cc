@@ -163,10 +163,13 @@ constexpr int kCheckInterval = 1024;
 // holds more than this: a chain with one or two ready nodes (ack, a loop
 // counter) stays on one worker instead of bouncing its frames between cores.
 constexpr size_t kOfferThreshold = 2;
+// Firings between the root worker's checks whether its helpers are done.
+constexpr int kAloneCheckInterval = 64;
 
-// A 1-worker run is alone with its frames: its read-modify-writes need no
-// lock prefix (each one a full barrier on x86), so they are a load and a
-// store. Runs with more workers use real atomic operations.
+// A worker alone with the run's frames (a 1-worker run, or the root worker
+// while no offered task is unfinished) needs no lock prefix on its
+// read-modify-writes (each one a full barrier on x86): they are a load and
+// a store. Otherwise they are real atomic operations.
 template <typename T, typename D>
 inline T FetchAdd(std::atomic<T>& a, D delta, bool alone) {
   if (alone) {
@@ -258,6 +261,12 @@ struct RunState {
   int num_workers = 1;
   std::atomic<int> active{0};
   std::atomic<int> offers{0};
+  // Worker tasks of the run not yet finished (started or not, the root's
+  // included). A worker that reads 1 is the only thread that can touch the
+  // run's frames: it uses plain loads and stores (Worker::alone_) until it
+  // offers work. Finishing tasks decrement it with release, so everything
+  // they did happens before that read.
+  std::atomic<int> workers{1};
   // Firings between two offers of surplus work. Offered work that turns out
   // tiny (a sequential chain like ack) doubles it, so a worker is not woken
   // for a few firings at a time; substantial stolen work halves it again.
@@ -328,9 +337,9 @@ class Worker {
       dead_by_node_.assign(exe_->nodes.size(), 0);
     }
     worker_id_ = tbb::this_task_arena::current_thread_index();
-    alone_ = run->num_workers == 1;
     fast_ok_ = !run->tracing && live_by_node_.empty();
   }
+
 
   void Loop(std::vector<ReadyItem> items);
   void Flush();
@@ -385,11 +394,11 @@ class Worker {
   bool CheckLimits();
   void CountFrame(int32_t depth);
   const OutEdge* EdgesBegin(const Frame* f, const ExecNode& n) const {
-    if (f->instance == nullptr) return n.edges.data();
+    if (f->instance == nullptr) return n.out().data();
     return f->instance->edges.data() + f->instance->edge_begin[n.index];
   }
   const OutEdge* EdgesEnd(const Frame* f, const ExecNode& n) const {
-    if (f->instance == nullptr) return n.edges.data() + n.edges.size();
+    if (f->instance == nullptr) return n.out().data() + n.out().size();
     return f->instance->edges.data() + f->instance->edge_begin[n.index + 1];
   }
 
@@ -407,7 +416,10 @@ class Worker {
   std::vector<Tensor> kernel_out_;
   std::vector<int64_t> live_by_op_, dead_by_op_, live_by_node_, dead_by_node_;
   int worker_id_ = 0;
-  bool alone_ = false;  // the run has one worker (see FetchAdd)
+  // No other thread can touch this run's frames (see FetchAdd): a run with
+  // one worker, or the root worker while no offered task is unfinished.
+  bool alone_ = false;
+  int since_alone_check_ = 0;
   bool fast_ok_ = false;  // no tracing, no per-node counts: FireFast may run
   int since_check_ = 0;
   int since_offer_ = 0;
@@ -482,7 +494,7 @@ void Worker::FrameDone(Frame* first) {
         if (f->instance != nullptr) {
           // Dynamic mode: the Invoke's control dependents run after the call.
           const ExecNode& invoke = exe_->nodes[f->caller_node];
-          for (const OutEdge& e : invoke.edges) {
+          for (const OutEdge& e : invoke.out()) {
             if (e.src_port >= 0) continue;
             if (DeliverEdge(parent, e, kNoValue, false)) {
               Push(parent, e.dst);
@@ -576,7 +588,7 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   for (size_t i = 0; i < loop->block->exits.size(); ++i) {
     if (loop->exit_live[i]) continue;
     const ExecNode& exit = exe_->nodes[loop->block->exits[i]];
-    for (const OutEdge& e : exit.edges) {
+    for (const OutEdge& e : exit.out()) {
       if (DeliverEdge(parent, e, kNoValue, true)) {
         Push(parent, e.dst);
         ++ready;
@@ -652,7 +664,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
   const OutEdge* begin = EdgesBegin(f, n);
   const OutEdge* end = EdgesEnd(f, n);
   int ready = 0;
-  if (n.return_edges_by_label.empty()) {
+  if (!n.is_result) {
     ready = DeliverEdges(f, begin, end, outs, dead);
   } else {
     // A function result: local edges, then the Return of the creating site.
@@ -676,7 +688,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
 // delivers the region's frontier instead of the region firing dead.
 void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port) {
   int ready = 0;
-  for (const OutEdge& e : n.edges) {
+  for (const OutEdge& e : n.out()) {
     if (e.src_port == dead_port) continue;
     const bool control = e.src_port < 0;
     if (DeliverEdge(f, e, control ? kNoValue : outs[e.src_port].value, control ? dead : outs[e.src_port].dead)) {
@@ -757,7 +769,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   {
     std::lock_guard<std::mutex> lock(loop->mu);
     if (loop->invariants_arrived < loop->block->num_invariants) {
-      for (const OutEdge& e : n.edges) {
+      for (const OutEdge& e : n.out()) {
         DeferredToken d{e, Token{}};
         d.token = outs[0];
         d.token.dead = dead;
@@ -773,7 +785,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
   }
   if (it0 != nullptr) {
-    int ready = DeliverEdges(it0, n.edges.data(), n.edges.data() + n.edges.size(), outs, dead);
+    int ready = DeliverEdges(it0, n.out().data(), n.out().data() + n.out().size(), outs, dead);
     Release(it0, ready - 1);  // this Enter's arrival is done
   }
   Release(f, -1);
@@ -795,7 +807,7 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
       if (static_cast<int32_t>(loop->live.size()) >= loop->parallel_iterations) {
         // The window of iterations in flight is full: park the tokens until
         // the oldest iteration finishes (IterationDone creates k+1 then).
-        for (const OutEdge& e : n.edges) {
+        for (const OutEdge& e : n.out()) {
           DeferredToken d{e, Token{}};
           d.token = outs[0];
           loop->deferred.push_back(std::move(d));
@@ -806,7 +818,7 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
     }
   }
   if (next != nullptr) {
-    int ready = DeliverEdges(next, n.edges.data(), n.edges.data() + n.edges.size(), outs, false);
+    int ready = DeliverEdges(next, n.out().data(), n.out().data() + n.out().size(), outs, false);
     if (ready > 0) next->refs.fetch_add(ready, std::memory_order_acq_rel);
   }
   Release(f, -1);
@@ -817,8 +829,8 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   int self_ready = 0;
   Frame* child = nullptr;
   int child_ready = 0;
-  const OutEdge* begin = n.edges.data();
-  const OutEdge* end = begin + n.edges.size();
+  const OutEdge* begin = n.out().data();
+  const OutEdge* end = begin + n.out().size();
   if (!dead) {
     child = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
     if (child == nullptr) {
@@ -900,7 +912,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     uint64_t mask = cs.dead_calls.load(std::memory_order_acquire);
     for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
       if (!(mask & (uint64_t{1} << i))) continue;
-      for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
+      for (const OutEdge& e : exe_->nodes[n.site_calls[i]].out()) {
         if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, kNoValue, true)) {
           Push(c, e.dst);
           ++ready;
@@ -933,7 +945,7 @@ int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
   int ready = 0;
   for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
     if (!(mask & (uint64_t{1} << i))) continue;
-    for (const OutEdge& e : exe_->nodes[n.site_calls[i]].edges) {
+    for (const OutEdge& e : exe_->nodes[n.site_calls[i]].out()) {
       if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, kNoValue, true)) {
         Push(child, e.dst);
         ++ready;
@@ -1013,7 +1025,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
     Token outs[1];
     outs[0].dead = true;
     int ready = 0;
-    for (const OutEdge& e : n.edges) {
+    for (const OutEdge& e : n.out()) {
       if (DeliverEdge(f, e, kNoValue, true)) {
         Push(f, e.dst);
         ++ready;
@@ -1033,11 +1045,11 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
   auto* inst = new BodyInstance;
   inst->edge_begin.resize(block.nodes.size() + 1);
   size_t total = 0;
-  for (size_t i = 0; i < block.nodes.size(); ++i) total += exe_->nodes[block.nodes[i]].edges.size();
+  for (size_t i = 0; i < block.nodes.size(); ++i) total += exe_->nodes[block.nodes[i]].out().size();
   inst->edges.reserve(total);
   for (size_t i = 0; i < block.nodes.size(); ++i) {
     inst->edge_begin[i] = static_cast<int32_t>(inst->edges.size());
-    const auto& edges = exe_->nodes[block.nodes[i]].edges;
+    const auto& edges = exe_->nodes[block.nodes[i]].out();
     inst->edges.insert(inst->edges.end(), edges.begin(), edges.end());
   }
   inst->edge_begin[block.nodes.size()] = static_cast<int32_t>(inst->edges.size());
@@ -1059,7 +1071,7 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   Frame* parent = f->parent;
   const ExecNode& invoke = exe_->nodes[f->caller_node];
   int ready = 0;
-  for (const OutEdge& e : invoke.edges) {
+  for (const OutEdge& e : invoke.out()) {
     if (e.src_port != n.io_index) continue;
     if (DeliverEdge(parent, e, outs[0].value, dead)) {
       Push(parent, e.dst);
@@ -1094,7 +1106,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       if (n.num_data_inputs == 0) return false;
       const Tensor* in1 = n.num_data_inputs > 1 ? &slots[1].value : nullptr;
       if (!ComputeScalar(n.scalar_op, slots[0].value, in1, &out0)) return false;
-      if (!n.return_edges_by_label.empty()) {  // a function's result: to the caller's Return too
+      if (n.is_result) {  // a function's result: to the caller's Return too
         ++live_by_op_[n.op_id];
         Token outs[1];
         outs[0].value = std::move(out0);
@@ -1139,7 +1151,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
   }
   ++live_by_op_[n.op_id];
   int ready = 0;
-  for (const OutEdge& e : n.edges) {
+  for (const OutEdge& e : n.out()) {
     const Tensor* value = &kNoValue;
     bool edge_dead = false;
     if (dead_port >= 0 && e.src_port == dead_port) {
@@ -1300,7 +1312,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       }
       f->loop->exit_live[n.io_index] = 1;
       Frame* parent = f->parent;
-      int ready = DeliverEdges(parent, n.edges.data(), n.edges.data() + n.edges.size(), out, false);
+      int ready = DeliverEdges(parent, n.out().data(), n.out().data() + n.out().size(), out, false);
       if (ready > 0) FetchAdd(parent->refs, ready, alone_);
       Release(f, -1);
       break;
@@ -1397,6 +1409,9 @@ void Worker::Offer() {
   const size_t half = from.size() / 2;
   std::vector<ReadyItem> items(from.begin(), from.begin() + half);
   from.erase_front(half);
+  // From here on another thread may touch our frames: real atomics.
+  alone_ = false;
+  run_->workers.fetch_add(1, std::memory_order_relaxed);
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
@@ -1405,7 +1420,7 @@ void Worker::Offer() {
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
     w.Loop(std::move(*shared));
-    constexpr int64_t kWorthStealing = 512;  // firings
+    constexpr int64_t kWorthStealing = 4096;  // firings
     int interval = run->offer_interval.load(std::memory_order_relaxed);
     if (w.fired() < kWorthStealing) {
       run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
@@ -1413,6 +1428,9 @@ void Worker::Offer() {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
     }
     TDF_TSAN_RELEASE(run);  // what this task did is visible after the wait
+    // Last: what this task did to the frames happens before another worker
+    // finds itself alone and goes back to plain loads and stores.
+    run->workers.fetch_sub(1, std::memory_order_release);
   });
 }
 
@@ -1430,6 +1448,7 @@ bool Worker::CheckLimits() {
 
 void Worker::Loop(std::vector<ReadyItem> items) {
   run_->active.fetch_add(1, std::memory_order_relaxed);
+  alone_ = run_->workers.load(std::memory_order_acquire) == 1;
   for (const ReadyItem& item : items) stack_.push_back(item);
   while (!local_.empty() || !stack_.empty()) {
     if (run_->stop.load(std::memory_order_relaxed)) {
@@ -1454,6 +1473,12 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     const ExecNode& node = exe_->nodes[item.node];
     if (!(node.fast && fast_ok_ && FireFast(item.frame, node))) Fire(item.frame, node);
     ++fired_;
+    // A run without parallelism (ack) that offered work once should not pay
+    // for lock-prefixed operations for the rest of the run.
+    if (!alone_ && ++since_alone_check_ >= kAloneCheckInterval) {
+      since_alone_check_ = 0;
+      alone_ = run_->workers.load(std::memory_order_acquire) == 1;
+    }
     if ((stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) && run_->num_workers > 1 &&
         ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&
         run_->active.load(std::memory_order_relaxed) + run_->offers.load(std::memory_order_relaxed) <
@@ -1637,6 +1662,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       w.Release(root, -1);
       std::vector<ReadyItem> none;
       w.Loop(std::move(none));
+      run.workers.fetch_sub(1, std::memory_order_release);
       TDF_TSAN_RELEASE(&run);
     });
     TDF_TSAN_RELEASE(&tsan_task_handoff);
