@@ -124,6 +124,9 @@ struct alignas(64) ExecNode {
   // invocation is created, so the part of the body that needs them drains
   // as dead and the frame is reclaimed.
   std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
+  // An argument Merge whose Calls deliver to its consumers directly
+  // (SessionOptions::forward_call_arguments): it never fires.
+  bool forwarded = false;
   // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
   // When some arguments of an invocation are live and some dead, the dead
   // ones enter too once the site's last Call has arrived: the body part that
@@ -134,8 +137,10 @@ struct alignas(64) ExecNode {
   // site_returns are then the part's Returns only.
   bool split_site = false;
   uint64_t part_mask = 0;
-  // Retval identity of a function (static mode): edges [begin, end) per label.
+  // Retval identity of a function (static mode): edges [begin, end) per
+  // label; the edges before first_return_edge stay in the function.
   std::vector<std::pair<int32_t, int32_t>> return_edges_by_label;
+  int32_t first_return_edge = 0;
   // kArg / kRetval: the argument or result index; kPlaceholder: feed ordinal;
   // constant Enter: the invariant index; Exit: its index in the loop's exits.
   int32_t io_index = -1;
@@ -170,6 +175,9 @@ struct ExecBlock {
   std::vector<DeadRegionGroup> dead_regions;
   // Slots pre-filled at frame creation with folded constants.
   std::vector<std::pair<int32_t, Tensor>> prefilled;
+  // When not empty: the initial bytes of a frame from pending_offset on
+  // (pending counts, zeroed child slots and tokens, inline constants).
+  std::vector<char> image;
   int32_t num_slots = 0;
   int32_t num_child_slots = 0;
   std::vector<uint8_t> child_is_loop;  // per child slot: a LoopState (1) or a Frame (0)

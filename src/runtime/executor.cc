@@ -117,6 +117,11 @@ Frame* AllocateFrame(const ExecBlock& block) {
   f->pending_ptr = reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(f) + block.pending_offset);
   f->slots_ptr = reinterpret_cast<Token*>(reinterpret_cast<char*>(f) + block.slots_offset);
   static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "pending counters are plain int32 in memory");
+  if (!block.image.empty()) {
+    std::memcpy(reinterpret_cast<char*>(f) + block.pending_offset, block.image.data(), block.image.size());
+    f->holds_tensors.store(false, std::memory_order_relaxed);
+    return f;
+  }
   if (!block.pending_template.empty())
     std::memcpy(static_cast<void*>(f->pending()), block.pending_template.data(),
                 sizeof(int32_t) * block.pending_template.size());
@@ -179,6 +184,24 @@ inline T FetchAdd(std::atomic<T>& a, D delta, bool alone) {
   }
   return a.fetch_add(static_cast<T>(delta), std::memory_order_acq_rel);
 }
+
+// A loop's lock, taken only when another worker may touch the loop: a
+// worker alone with the run (see FetchAdd) would pay two atomic operations
+// per iteration for nothing.
+class LoopLock {
+ public:
+  LoopLock(std::mutex& mu, bool alone) : mu_(alone ? nullptr : &mu) {
+    if (mu_ != nullptr) mu_->lock();
+  }
+  ~LoopLock() {
+    if (mu_ != nullptr) mu_->unlock();
+  }
+  LoopLock(const LoopLock&) = delete;
+  LoopLock& operator=(const LoopLock&) = delete;
+
+ private:
+  std::mutex* mu_;
+};
 
 // The value of control tokens and dead tokens.
 const Tensor kNoValue;
@@ -338,6 +361,7 @@ class Worker {
     }
     worker_id_ = tbb::this_task_arena::current_thread_index();
     fast_ok_ = !run->tracing && live_by_node_.empty();
+    multi_ = run->num_workers > 1;
   }
 
 
@@ -419,6 +443,7 @@ class Worker {
   // No other thread can touch this run's frames (see FetchAdd): a run with
   // one worker, or the root worker while no offered task is unfinished.
   bool alone_ = false;
+  bool multi_ = false;  // the run has several workers: surplus work is offered
   int since_alone_check_ = 0;
   bool fast_ok_ = false;  // no tracing, no per-node counts: FireFast may run
   int since_check_ = 0;
@@ -511,8 +536,7 @@ void Worker::FrameDone(Frame* first) {
       case Frame::Kind::kIteration: {
         LoopState* loop_release = nullptr;
         IterationDone(f, &todo, &loop_release);
-        if (loop_release != nullptr &&
-            loop_release->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (loop_release != nullptr && FetchAdd(loop_release->refs, -1, alone_) == 1) {
           LoopDone(loop_release, &todo);
         }
         break;
@@ -553,7 +577,7 @@ void Worker::IterationDone(Frame* f, FrameList* release, LoopState** loop_releas
   int ready_new = 0;
   Frame* created = nullptr;
   {
-    std::lock_guard<std::mutex> lock(loop->mu);
+    LoopLock lock(loop->mu, alone_);
     loop->live.pop_front();
     loop->last_done = f->iteration;
     succ = f->next_iteration.load(std::memory_order_acquire);
@@ -575,8 +599,8 @@ void Worker::IterationDone(Frame* f, FrameList* release, LoopState** loop_releas
     }
   }
   FreeFrame(f);
-  run_->live_frames.fetch_sub(1, std::memory_order_relaxed);
-  if (succ != nullptr && succ->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release->push_back(succ);
+  FetchAdd(run_->live_frames, -1, alone_);
+  if (succ != nullptr && FetchAdd(succ->refs, -1, alone_) == 1) release->push_back(succ);
   if (chain_end) *loop_release = loop;
 }
 
@@ -668,10 +692,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
     ready = DeliverEdges(f, begin, end, outs, dead);
   } else {
     // A function result: local edges, then the Return of the creating site.
-    int32_t first_return = static_cast<int32_t>(end - begin);
-    for (const auto& range : n.return_edges_by_label)
-      if (range.first != range.second) first_return = std::min(first_return, range.first);
-    ready = DeliverEdges(f, begin, begin + first_return, outs, dead);
+    ready = DeliverEdges(f, begin, begin + n.first_return_edge, outs, dead);
     if (f->kind == Frame::Kind::kInvocation && f->label >= 0 &&
         f->label < static_cast<int32_t>(n.return_edges_by_label.size())) {
       const auto& range = n.return_edges_by_label[f->label];
@@ -736,7 +757,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     int ready = 0;
     int early_enters = 0;
     {
-      std::lock_guard<std::mutex> lock(loop->mu);
+      LoopLock lock(loop->mu, alone_);
       loop->invariants[n.io_index] = outs[0];
       loop->invariants[n.io_index].dead = dead;
       if (++loop->invariants_arrived == loop->block->num_invariants && !loop->early.empty()) {
@@ -767,7 +788,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   }
   Frame* it0 = nullptr;
   {
-    std::lock_guard<std::mutex> lock(loop->mu);
+    LoopLock lock(loop->mu, alone_);
     if (loop->invariants_arrived < loop->block->num_invariants) {
       for (const OutEdge& e : n.out()) {
         DeferredToken d{e, Token{}};
@@ -801,7 +822,7 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
     // Never release a frame while holding the loop's lock: completing it
     // takes the same lock.
     LoopState* loop = f->loop;
-    std::lock_guard<std::mutex> lock(loop->mu);
+    LoopLock lock(loop->mu, alone_);
     next = f->next_iteration.load(std::memory_order_acquire);
     if (next == nullptr) {
       if (static_cast<int32_t>(loop->live.size()) >= loop->parallel_iterations) {
@@ -819,7 +840,7 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
   }
   if (next != nullptr) {
     int ready = DeliverEdges(next, n.out().data(), n.out().data() + n.out().size(), outs, false);
-    if (ready > 0) next->refs.fetch_add(ready, std::memory_order_acq_rel);
+    if (ready > 0) FetchAdd(next->refs, ready, alone_);
   }
   Release(f, -1);
 }
@@ -863,7 +884,15 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         FetchAdd(f->refs, 1, alone_);  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
         for (const auto& [merge, slot] : n.missing_arg_merges) {
-          if (DeliverToNode(fresh, merge, slot, kNoValue, true)) {
+          const ExecNode& m = exe_->nodes[merge];
+          if (m.forwarded) {  // the Merge would only have passed the dead token on
+            for (const OutEdge& e : m.out()) {
+              if (DeliverEdge(fresh, e, kNoValue, true)) {
+                Push(fresh, e.dst);
+                ++child_ready;
+              }
+            }
+          } else if (DeliverToNode(fresh, merge, slot, kNoValue, true)) {
             Push(fresh, merge);
             ++child_ready;
           }
@@ -1097,15 +1126,23 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
   int held_port = -1;  // grouped Switch: the untaken port, held back (DeadRegionGroup)
   switch (n.kind) {
     case NodeKind::kKernel: {
-      for (int32_t i = 0; i < n.num_inputs; ++i)
-        if (slots[i].dead) return false;
+      const Token* in0 = &slots[0];
+      const Token* in1 = &slots[1];
+      if (n.has_invariants) {  // loop invariants are read in place
+        for (int32_t i = 0; i < n.num_inputs; ++i)
+          if (n.invariant_input[i] < 0 ? slots[i].dead : f->loop->invariants[n.invariant_input[i]].dead) return false;
+        if (n.num_data_inputs > 0 && n.invariant_input[0] >= 0) in0 = &f->loop->invariants[n.invariant_input[0]];
+        if (n.num_data_inputs > 1 && n.invariant_input[1] >= 0) in1 = &f->loop->invariants[n.invariant_input[1]];
+      } else {
+        for (int32_t i = 0; i < n.num_inputs; ++i)
+          if (slots[i].dead) return false;
+      }
       if (n.is_const) {
         out0 = n.const_value;
         break;
       }
       if (n.num_data_inputs == 0) return false;
-      const Tensor* in1 = n.num_data_inputs > 1 ? &slots[1].value : nullptr;
-      if (!ComputeScalar(n.scalar_op, slots[0].value, in1, &out0)) return false;
+      if (!ComputeScalar(n.scalar_op, in0->value, n.num_data_inputs > 1 ? &in1->value : nullptr, &out0)) return false;
       if (n.is_result) {  // a function's result: to the caller's Return too
         ++live_by_op_[n.op_id];
         Token outs[1];
@@ -1146,6 +1183,21 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       if (slots[0].dead) return false;
       out0 = std::move(slots[0].value);
       break;
+    case NodeKind::kExit:
+      // Every iteration but the last sends its Exit a dead token: it only
+      // ends that firing (LoopDone sends dead exits for a loop never left).
+      if (!slots[0].dead || n.num_inputs != 1) return false;
+      ++dead_by_op_[n.op_id];
+      Release(f, -1);
+      return true;
+    case NodeKind::kNextIteration: {
+      if (slots[0].dead) return false;
+      ++live_by_op_[n.op_id];
+      Token outs[1];
+      outs[0].value = std::move(slots[0].value);
+      FireNextIteration(f, n, outs, false);
+      return true;
+    }
     default:
       return false;
   }
@@ -1479,7 +1531,7 @@ void Worker::Loop(std::vector<ReadyItem> items) {
       since_alone_check_ = 0;
       alone_ = run_->workers.load(std::memory_order_acquire) == 1;
     }
-    if ((stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) && run_->num_workers > 1 &&
+    if (multi_ && (stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) &&
         ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&
         run_->active.load(std::memory_order_relaxed) + run_->offers.load(std::memory_order_relaxed) <
             run_->num_workers) {

@@ -145,6 +145,39 @@ TEST_P(DeadBranchesTest, RecursiveProgramsFireNoDeadNodes) {
   }
 }
 
+TEST_P(DeadBranchesTest, ForwardedArgumentsOnlyRemoveArgumentMergeFirings) {
+  // SessionOptions::forward_call_arguments: Calls deliver to the consumers
+  // of the callee's argument Merges. Same answers and invocations; every op
+  // but Merge fires exactly as often; the Merges that no longer fire are
+  // the arguments' (fib: one per call).
+  for (const Program& prog : Programs()) {
+    SCOPED_TRACE(prog.name);
+    SessionOptions on;
+    on.num_workers = GetParam();
+    SessionOptions off = on;
+    off.forward_call_arguments = false;
+    auto forwarding = MakeSession(prog.build(), on);
+    auto merging = MakeSession(prog.build(), off);
+    ASSERT_NE(forwarding, nullptr);
+    ASSERT_NE(merging, nullptr);
+    RunStats a, b;
+    EXPECT_EQ(AsInt(RunResult(forwarding.get(), prog.feeds, &a)), prog.want);
+    EXPECT_EQ(AsInt(RunResult(merging.get(), prog.feeds, &b)), prog.want);
+    EXPECT_EQ(a.frames_created, b.frames_created);
+    EXPECT_EQ(a.live_frames_after_run, 0);
+    auto without_merge = [](RunStats s) {
+      s.firings_by_op.erase("Merge");
+      return s.firings_by_op;
+    };
+    EXPECT_EQ(without_merge(a), without_merge(b));
+    const auto merges_a = exec_test::OpCount(a, "Merge");
+    const auto merges_b = exec_test::OpCount(b, "Merge");
+    EXPECT_LT(merges_a.first, merges_b.first);
+    EXPECT_EQ(b.live_firings - a.live_firings, merges_b.first - merges_a.first);
+    if (prog.name == "fib") EXPECT_EQ(merges_b.first - merges_a.first, a.frames_created - 1);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
