@@ -136,7 +136,10 @@ class Compiler {
     for (ExecBlock& blk : exe_->blocks) {
       if (blk.kind == ExecBlock::Kind::kFunction && options_.skip_dead_branches) BuildDeadRegions(blk);
     }
-    if (options_.forward_call_arguments) ForwardCallArguments();
+    if (options_.forward_call_values) {
+      ForwardCallArguments();
+      ForwardResults();
+    }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (ExecNode& n : exe_->nodes) {
       const bool kernel = n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone);
@@ -150,8 +153,8 @@ class Compiler {
       // A Merge reads only the input that fired it, however many it has
       // (a function's argument Merge has one per call site). Kernels read
       // loop invariants in place; control-flow nodes copy them (Fire).
-      n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || !n.is_result) && n.num_outputs <= 2 &&
-               (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
+      n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || n.kind == NodeKind::kMerge || !n.is_result) &&
+               n.num_outputs <= 2 && (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
     }
     return absl::OkStatus();
   }
@@ -508,6 +511,56 @@ class Compiler {
         }
       }
       c.edges = std::move(edges);
+    }
+  }
+
+  // A function's result Identity (the node with Return edges by label) only
+  // passes its input on: the node that computes the result takes over its
+  // edges, local ones and the Returns of every call site, and the Identity
+  // never fires (unless a dead region's frontier feeds it, when it still
+  // passes the dead token on). Only a kernel or Merge producer in the same
+  // frame that is not itself a result, feeding the Identity's only input.
+  void ForwardResults() {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    for (ExecNode& r : nodes) {
+      if (r.return_edges_by_label.empty() || r.kind != NodeKind::kKernel || r.def->op != "Identity" ||
+          r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
+        continue;
+      // The producer: the one node with an edge into r.
+      int32_t producer = -1, edge_index = -1, found = 0;
+      for (int32_t id : exe_->blocks[r.block].nodes) {
+        const ExecNode& p = nodes[id];
+        for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k) {
+          if (p.edges[k].dst != r.id) continue;
+          producer = id;
+          edge_index = k;
+          ++found;
+        }
+      }
+      if (found != 1) continue;
+      ExecNode& p = nodes[producer];
+      const OutEdge into = p.edges[edge_index];
+      if ((p.kind != NodeKind::kKernel && p.kind != NodeKind::kMerge) || !p.return_edges_by_label.empty() ||
+          into.kind != EdgeKind::kLocal || into.src_port < 0 || p.block != r.block)
+        continue;
+      // p's other edges, then r's (its local edges before its Returns):
+      // the label ranges shift by the number of p's other edges.
+      std::vector<OutEdge> edges;
+      for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k)
+        if (k != edge_index) edges.push_back(p.edges[k]);
+      const int32_t shift = static_cast<int32_t>(edges.size());
+      for (OutEdge e : r.edges) {
+        e.src_port = into.src_port;
+        edges.push_back(e);
+      }
+      p.edges = std::move(edges);
+      p.return_edges_by_label = r.return_edges_by_label;
+      for (auto& range : p.return_edges_by_label) {
+        if (range.first == range.second) continue;
+        range.first += shift;
+        range.second += shift;
+      }
+      r.forwarded = true;
     }
   }
 

@@ -1175,6 +1175,14 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       const int32_t state = f->pending()[n.index].load(std::memory_order_acquire);
       if (!(state & kMergeFired)) return false;  // all inputs dead
       const int32_t input = (state >> 16) & 0x3FFF;
+      if (n.is_result) {  // a forwarded function result (ForwardResults)
+        ++live_by_op_[n.op_id];
+        Token outs[2];
+        outs[0].value = std::move(slots[input].value);
+        outs[1].value = Tensor::Scalar<int32_t>(input);
+        PropagateLocal(f, n, outs, false);
+        return true;
+      }
       out0 = std::move(slots[input].value);
       out1 = Tensor::Scalar<int32_t>(input);
       break;

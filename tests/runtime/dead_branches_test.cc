@@ -145,36 +145,43 @@ TEST_P(DeadBranchesTest, RecursiveProgramsFireNoDeadNodes) {
   }
 }
 
-TEST_P(DeadBranchesTest, ForwardedArgumentsOnlyRemoveArgumentMergeFirings) {
-  // SessionOptions::forward_call_arguments: Calls deliver to the consumers
-  // of the callee's argument Merges. Same answers and invocations; every op
-  // but Merge fires exactly as often; the Merges that no longer fire are
-  // the arguments' (fib: one per call).
+TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemoveArgumentMergesAndResultIdentities) {
+  // SessionOptions::forward_call_values: Calls deliver to the consumers of
+  // the callee's argument Merges, and a result's producer delivers to the
+  // caller's Returns past the result Identity. Same answers and
+  // invocations; every other op fires exactly as often; fib loses one Merge
+  // and one Identity firing per call.
   for (const Program& prog : Programs()) {
     SCOPED_TRACE(prog.name);
     SessionOptions on;
     on.num_workers = GetParam();
     SessionOptions off = on;
-    off.forward_call_arguments = false;
+    off.forward_call_values = false;
     auto forwarding = MakeSession(prog.build(), on);
-    auto merging = MakeSession(prog.build(), off);
+    auto passing = MakeSession(prog.build(), off);
     ASSERT_NE(forwarding, nullptr);
-    ASSERT_NE(merging, nullptr);
+    ASSERT_NE(passing, nullptr);
     RunStats a, b;
     EXPECT_EQ(AsInt(RunResult(forwarding.get(), prog.feeds, &a)), prog.want);
-    EXPECT_EQ(AsInt(RunResult(merging.get(), prog.feeds, &b)), prog.want);
+    EXPECT_EQ(AsInt(RunResult(passing.get(), prog.feeds, &b)), prog.want);
     EXPECT_EQ(a.frames_created, b.frames_created);
     EXPECT_EQ(a.live_frames_after_run, 0);
-    auto without_merge = [](RunStats s) {
+    auto others = [](RunStats s) {
       s.firings_by_op.erase("Merge");
+      s.firings_by_op.erase("Identity");
       return s.firings_by_op;
     };
-    EXPECT_EQ(without_merge(a), without_merge(b));
-    const auto merges_a = exec_test::OpCount(a, "Merge");
-    const auto merges_b = exec_test::OpCount(b, "Merge");
-    EXPECT_LT(merges_a.first, merges_b.first);
-    EXPECT_EQ(b.live_firings - a.live_firings, merges_b.first - merges_a.first);
-    if (prog.name == "fib") EXPECT_EQ(merges_b.first - merges_a.first, a.frames_created - 1);
+    EXPECT_EQ(others(a), others(b));
+    const int64_t merges = exec_test::OpCount(b, "Merge").first - exec_test::OpCount(a, "Merge").first;
+    const int64_t identities = exec_test::OpCount(b, "Identity").first - exec_test::OpCount(a, "Identity").first;
+    EXPECT_GT(merges, 0);
+    EXPECT_GE(identities, 0);
+    EXPECT_EQ(b.live_firings - a.live_firings, merges + identities);
+    EXPECT_EQ(b.dead_firings, a.dead_firings);
+    if (prog.name == "fib") {
+      EXPECT_EQ(merges, a.frames_created - 1);
+      EXPECT_EQ(identities, a.frames_created - 1);
+    }
   }
 }
 
