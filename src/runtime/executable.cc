@@ -139,6 +139,7 @@ class Compiler {
     if (options_.forward_call_values) {
       ForwardCallArguments();
       ForwardResults();
+      ForwardIdentities();
     }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (ExecNode& n : exe_->nodes) {
@@ -561,6 +562,50 @@ class Compiler {
         range.second += shift;
       }
       r.forwarded = true;
+    }
+  }
+
+  // Identities in a function body (a Cond's pivots: one fires per call) only
+  // pass their input on: their producer delivers to their consumers itself,
+  // from the same output port (a control consumer reads that port's
+  // deadness), and they never fire. Only Identities with one data input from
+  // a kernel, Switch or Merge of the same frame that is not a result.
+  void ForwardIdentities() {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    for (const ExecBlock& blk : exe_->blocks) {
+      if (blk.kind != ExecBlock::Kind::kFunction) continue;
+      for (int32_t id : blk.nodes) {
+        ExecNode& x = nodes[id];
+        if (x.kind != NodeKind::kKernel || x.def->op != "Identity" || x.num_inputs != 1 || x.forwarded ||
+            !x.return_edges_by_label.empty())
+          continue;
+        bool local = true;
+        for (const OutEdge& e : x.edges) local &= e.kind == EdgeKind::kLocal;
+        if (!local) continue;
+        int32_t producer = -1, edge_index = -1, found = 0;
+        for (int32_t pid : blk.nodes) {
+          const ExecNode& p = nodes[pid];
+          for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k) {
+            if (p.edges[k].dst != x.id) continue;
+            producer = pid;
+            edge_index = k;
+            ++found;
+          }
+        }
+        if (found != 1) continue;
+        ExecNode& p = nodes[producer];
+        const OutEdge into = p.edges[edge_index];
+        const bool kind_ok =
+            p.kind == NodeKind::kKernel || p.kind == NodeKind::kSwitch || p.kind == NodeKind::kMerge;
+        if (!kind_ok || !p.return_edges_by_label.empty() || into.kind != EdgeKind::kLocal || into.src_port < 0)
+          continue;
+        p.edges.erase(p.edges.begin() + edge_index);
+        for (OutEdge e : x.edges) {
+          e.src_port = into.src_port;
+          p.edges.push_back(e);
+        }
+        x.forwarded = true;
+      }
     }
   }
 
