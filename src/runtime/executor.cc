@@ -1453,9 +1453,15 @@ void Worker::RecordFetch(const ExecNode& n, const Token* out) {
 // built first (defer), then released on one address that every task
 // acquires first: coarser than the real edges, never missing one.
 [[maybe_unused]] char tsan_task_handoff;
+// Task objects come from oneTBB's small-object pool: a new task may be
+// built where a finished one lived. An offered task releases here after its
+// last use of its captures, and a task is built only after acquiring here.
+// (The pool's own destructor accesses are suppressed in tools/tsan.supp.)
+[[maybe_unused]] char tsan_task_reuse;
 
 template <typename F>
 void SpawnTask(tbb::task_group& group, F&& f) {
+  TDF_TSAN_ACQUIRE(&tsan_task_reuse);
   tbb::task_handle task = group.defer(std::forward<F>(f));
   TDF_TSAN_RELEASE(&tsan_task_handoff);
   group.run(std::move(task));
@@ -1475,11 +1481,13 @@ void Worker::Offer() {
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
-  SpawnTask(*run_->group, [run, shared] {
+  SpawnTask(*run_->group, [run_captured = run, shared] {
     TDF_TSAN_ACQUIRE(&tsan_task_handoff);
+    RunState* run = run_captured;  // the captures are read here only (tsan_task_reuse)
+    std::vector<ReadyItem> items = std::move(*shared);
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
-    w.Loop(std::move(*shared));
+    w.Loop(std::move(items));
     constexpr int64_t kWorthStealing = 4096;  // firings
     int interval = run->offer_interval.load(std::memory_order_relaxed);
     if (w.fired() < kWorthStealing) {
@@ -1488,6 +1496,7 @@ void Worker::Offer() {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
     }
     TDF_TSAN_RELEASE(run);  // what this task did is visible after the wait
+    TDF_TSAN_RELEASE(&tsan_task_reuse);
     // Last: what this task did to the frames happens before another worker
     // finds itself alone and goes back to plain loads and stores.
     run->workers.fetch_sub(1, std::memory_order_release);
