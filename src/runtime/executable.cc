@@ -515,6 +515,22 @@ class Compiler {
     }
   }
 
+  // The one node of `blk` with an edge into `dst` (and that edge's index in
+  // its edges), or -1 when there are none or several.
+  int32_t SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const {
+    int32_t producer = -1, found = 0;
+    for (int32_t id : blk.nodes) {
+      const std::vector<OutEdge>& edges = exe_->nodes[id].edges;
+      for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+        if (edges[k].dst != dst) continue;
+        producer = id;
+        *edge_index = k;
+        ++found;
+      }
+    }
+    return found == 1 ? producer : -1;
+  }
+
   // A function's result Identity (the node with Return edges by label) only
   // passes its input on: the node that computes the result takes over its
   // edges, local ones and the Returns of every call site, and the Identity
@@ -527,18 +543,9 @@ class Compiler {
       if (r.return_edges_by_label.empty() || r.kind != NodeKind::kKernel || r.def->op != "Identity" ||
           r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
         continue;
-      // The producer: the one node with an edge into r.
-      int32_t producer = -1, edge_index = -1, found = 0;
-      for (int32_t id : exe_->blocks[r.block].nodes) {
-        const ExecNode& p = nodes[id];
-        for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k) {
-          if (p.edges[k].dst != r.id) continue;
-          producer = id;
-          edge_index = k;
-          ++found;
-        }
-      }
-      if (found != 1) continue;
+      int32_t edge_index = -1;
+      const int32_t producer = SoleProducer(exe_->blocks[r.block], r.id, &edge_index);
+      if (producer < 0) continue;
       ExecNode& p = nodes[producer];
       const OutEdge into = p.edges[edge_index];
       if ((p.kind != NodeKind::kKernel && p.kind != NodeKind::kMerge) || !p.return_edges_by_label.empty() ||
@@ -582,17 +589,9 @@ class Compiler {
         bool local = true;
         for (const OutEdge& e : x.edges) local &= e.kind == EdgeKind::kLocal;
         if (!local) continue;
-        int32_t producer = -1, edge_index = -1, found = 0;
-        for (int32_t pid : blk.nodes) {
-          const ExecNode& p = nodes[pid];
-          for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k) {
-            if (p.edges[k].dst != x.id) continue;
-            producer = pid;
-            edge_index = k;
-            ++found;
-          }
-        }
-        if (found != 1) continue;
+        int32_t edge_index = -1;
+        const int32_t producer = SoleProducer(blk, x.id, &edge_index);
+        if (producer < 0) continue;
         ExecNode& p = nodes[producer];
         const OutEdge into = p.edges[edge_index];
         const bool kind_ok =

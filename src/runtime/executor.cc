@@ -1480,11 +1480,15 @@ void Worker::Offer() {
   run_->workers.fetch_add(1, std::memory_order_relaxed);
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
-  auto shared = std::make_shared<std::vector<ReadyItem>>(std::move(items));
-  SpawnTask(*run_->group, [run_captured = run, shared] {
+  // Captures are plain pointers, read once at the start: the task object's
+  // destructor then reads none of its memory (see tsan_task_reuse). Every
+  // spawned task runs (the run waits for its task_group), which frees them.
+  auto* offered = new std::vector<ReadyItem>(std::move(items));
+  SpawnTask(*run_->group, [run_captured = run, offered] {
     TDF_TSAN_ACQUIRE(&tsan_task_handoff);
-    RunState* run = run_captured;  // the captures are read here only (tsan_task_reuse)
-    std::vector<ReadyItem> items = std::move(*shared);
+    RunState* run = run_captured;
+    std::vector<ReadyItem> items = std::move(*offered);
+    delete offered;
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
     w.Loop(std::move(items));

@@ -94,6 +94,17 @@ int64_t AsInt(const Tensor& t) {
 
 class DeadBranchesTest : public ::testing::TestWithParam<int> {};
 
+// Runs `prog` in a session with options `x` and one with `y`; both must
+// give its answer.
+void RunUnderBoth(const Program& prog, const SessionOptions& x, const SessionOptions& y, RunStats* a, RunStats* b) {
+  auto sx = MakeSession(prog.build(), x);
+  auto sy = MakeSession(prog.build(), y);
+  ASSERT_NE(sx, nullptr);
+  ASSERT_NE(sy, nullptr);
+  EXPECT_EQ(AsInt(RunResult(sx.get(), prog.feeds, a)), prog.want);
+  EXPECT_EQ(AsInt(RunResult(sy.get(), prog.feeds, b)), prog.want);
+}
+
 TEST_P(DeadBranchesTest, SameAnswersAndLiveFiringsWithFewerDeadOnes) {
   for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
     for (const Program& prog : Programs()) {
@@ -103,13 +114,8 @@ TEST_P(DeadBranchesTest, SameAnswersAndLiveFiringsWithFewerDeadOnes) {
       on.mode = mode;
       SessionOptions off = on;
       off.skip_dead_branches = false;
-      auto skipping = MakeSession(prog.build(), on);
-      auto firing = MakeSession(prog.build(), off);
-      ASSERT_NE(skipping, nullptr);
-      ASSERT_NE(firing, nullptr);
       RunStats a, b;
-      EXPECT_EQ(AsInt(RunResult(skipping.get(), prog.feeds, &a)), prog.want);
-      EXPECT_EQ(AsInt(RunResult(firing.get(), prog.feeds, &b)), prog.want);
+      RunUnderBoth(prog, on, off, &a, &b);
       EXPECT_EQ(a.live_firings, b.live_firings);
       EXPECT_EQ(a.frames_created, b.frames_created);
       EXPECT_LE(a.dead_firings, b.dead_firings);
@@ -158,13 +164,8 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemoveArgumentMergesAndResultIde
     on.num_workers = GetParam();
     SessionOptions off = on;
     off.forward_call_values = false;
-    auto forwarding = MakeSession(prog.build(), on);
-    auto passing = MakeSession(prog.build(), off);
-    ASSERT_NE(forwarding, nullptr);
-    ASSERT_NE(passing, nullptr);
     RunStats a, b;
-    EXPECT_EQ(AsInt(RunResult(forwarding.get(), prog.feeds, &a)), prog.want);
-    EXPECT_EQ(AsInt(RunResult(passing.get(), prog.feeds, &b)), prog.want);
+    RunUnderBoth(prog, on, off, &a, &b);
     EXPECT_EQ(a.frames_created, b.frames_created);
     EXPECT_EQ(a.live_frames_after_run, 0);
     auto others = [](RunStats s) {
