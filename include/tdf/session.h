@@ -60,6 +60,13 @@ struct SessionOptions {
   int num_workers = 1;                 // threads of the run's task arena
   int default_parallel_iterations = 10; // for Enter nodes without the attr
   int64_t max_live_frames = 10'000'000; // a run exceeding it fails (ResourceExhausted)
+  // With several workers, each one publishes the frames it creates and
+  // frees to the run's live count in batches of 32: one shared counter
+  // written per frame cost fib a quarter of its time at 2 workers. So
+  // RunStats::peak_live_frames and max_live_frames are exact to within
+  // workers x 32 frames (exact with one worker). True: every frame is
+  // counted as it is created and freed, exactly, at that cost.
+  bool exact_live_frames = false;
   int64_t max_tag_depth = 2'000'000;    // nesting of calls and loops
   absl::Duration deadline = absl::InfiniteDuration();  // per run
   bool collect_node_stats = false;      // per-node firing counts in RunStats

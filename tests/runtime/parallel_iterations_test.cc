@@ -84,6 +84,7 @@ class ParallelIterationsTest : public ::testing::TestWithParam<int> {
     RecordingObserver obs;
     SessionOptions o;
     o.num_workers = GetParam();
+    o.exact_live_frames = true;  // the peak is asserted
     o.observer = &obs;
     auto s = MakeSession(IndependentIterations(parallel_iterations), o);
     Outcome out;
