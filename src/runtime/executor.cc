@@ -411,6 +411,9 @@ class Worker {
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port);
+  // One grouped Switch of `n`'s group has fired: the last of the group in
+  // `f` delivers the dead region's frontier. Returns the nodes made ready.
+  int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port);
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -747,16 +750,21 @@ void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bo
       ++ready;
     }
   }
+  ready += CountDownDeadRegion(f, n, dead_port);
+  Release(f, ready - 1);
+}
+
+int Worker::CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
   const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
-  if (FetchAdd(f->pending()[group.counter_index], -1, alone_) == 1) {
-    for (const OutEdge& e : group.frontier[dead_port]) {
-      if (DeliverEdge(f, e, kNoValue, true)) {
-        Push(f, e.dst);
-        ++ready;
-      }
+  if (FetchAdd(f->pending()[group.counter_index], -1, alone_) != 1) return 0;
+  int ready = 0;
+  for (const OutEdge& e : group.frontier[dead_port]) {
+    if (DeliverEdge(f, e, kNoValue, true)) {
+      Push(f, e.dst);
+      ++ready;
     }
   }
-  Release(f, ready - 1);
+  return ready;
 }
 
 void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
@@ -1256,15 +1264,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
     }
   }
   if (held_port >= 0) {
-    const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
-    if (FetchAdd(f->pending()[group.counter_index], -1, alone_) == 1) {
-      for (const OutEdge& e : group.frontier[held_port]) {
-        if (DeliverEdge(f, e, kNoValue, true)) {
-          Push(f, e.dst);
-          ++ready;
-        }
-      }
-    }
+    ready += CountDownDeadRegion(f, n, held_port);
   }
   Release(f, ready - 1);
   return true;
