@@ -69,7 +69,7 @@ endif()
 set(TDF_PC_PUBLIC_REQUIRES
     "absl_status absl_statusor absl_strings absl_synchronization absl_flat_hash_map absl_inlined_vector absl_span absl_time")
 set(TDF_PC_PRIVATE_REQUIRES "tbb eigen3")
-set(TDF_PC_PRIVATE_LIBS "-pthread")
+set(TDF_PC_PRIVATE_LIBS "-ltbbmalloc -pthread")
 if(TDF_USES_PROTOBUF)
   string(APPEND TDF_PC_PRIVATE_REQUIRES " protobuf")
 endif()

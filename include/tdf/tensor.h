@@ -123,6 +123,10 @@ class Buffer {
   // earlier holders did with the data happened before their Unref.
   bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
 
+  // From the allocator tensor data comes from (tensor.cc), not the global heap.
+  static void* operator new(size_t bytes);
+  static void operator delete(void* p);
+
  private:
   Buffer(void* data, size_t bytes, Device device, Deleter deleter)
       : data_(data), bytes_(bytes), device_(device), deleter_(deleter) {}
@@ -244,6 +248,8 @@ class Tensor {
 
  private:
   struct Rep {
+    static void* operator new(size_t bytes);  // as Buffer's
+    static void operator delete(void* p);
     std::atomic<int32_t> refs{1};
     Shape shape;
     int64_t num_elements = 0;

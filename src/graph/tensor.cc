@@ -3,12 +3,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "cuda/device_backend.h"
+#include "oneapi/tbb/scalable_allocator.h"
 
 namespace tdf {
 
@@ -82,96 +84,69 @@ absl::StatusOr<Device> Device::Parse(absl::string_view name) {
 namespace {
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TDF_BLOCK_CACHE 0  // let the sanitizers see every allocation and free
+#define TDF_SCALABLE_ALLOC 0  // let the sanitizers see every allocation and free
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define TDF_BLOCK_CACHE 0
+#define TDF_SCALABLE_ALLOC 0
 #endif
 #endif
-#ifndef TDF_BLOCK_CACHE
-#define TDF_BLOCK_CACHE 1
+#ifndef TDF_SCALABLE_ALLOC
+#define TDF_SCALABLE_ALLOC 1
 #endif
 
-// CPU buffers of 1 KiB and more (kernel outputs such as a weight gradient,
-// allocated and freed once per firing) go through a per-thread cache of free
-// blocks: glibc serves blocks of these sizes from its slow paths
-// (consolidation, heap trimming and the page faults after it), which cost
-// as much as the arithmetic in a TreeRNN training step. Blocks come in size
-// classes of 2^k, 1.25, 1.5 and 1.75 x 2^k bytes (at most 25% slack), one
-// stack of at most kPerClass blocks per class, kMaxBytes in all per thread,
-// so the memory held is bounded; a block freed on another thread joins that
-// thread's cache.
-constexpr size_t kCacheMinBytes = 1024;
-constexpr size_t kCacheMaxBlock = size_t{8} << 20;
-constexpr size_t kMaxBytes = size_t{16} << 20;
-constexpr int kPerClass = 16;
-constexpr int kClasses = 4 * 14;  // 1 KiB .. 8 MiB
-
-// The class of a block of `bytes` (kCacheMinBytes <= bytes <= kCacheMaxBlock)
-// and its size.
-int CacheClass(size_t bytes, size_t* size) {
-  int octave = 0;
-  size_t top = kCacheMinBytes;
-  while (top * 2 <= bytes) top *= 2, ++octave;  // the highest power of two <= bytes
-  const size_t quarter = top / 4;
-  const size_t steps = (bytes - top + quarter - 1) / quarter;  // 0..4
-  *size = top + steps * quarter;
-  return octave * 4 + static_cast<int>(steps);  // steps 4 == the next octave's 0: same size, either class
+// CPU buffers, and the small objects every heap tensor has (its Rep and
+// Buffer), come from oneTBB's scalable allocator: kernel outputs such as a
+// weight gradient (180 KB per TreeRNN node) are allocated and freed once per
+// firing, often on different workers. glibc served those from its slow paths
+// (consolidation, heap trims and the page faults after them) and handed
+// blocks freed by another thread back only through its arena locks;
+// tbbmalloc keeps per-thread bins, returns cross-thread frees to their
+// owner, and caches large blocks. (TreeRNN training, batch 1: +25% with one
+// worker over glibc; see bench/treernn_bench.cc.)
+void* AllocateAligned(size_t bytes) {
+#if TDF_SCALABLE_ALLOC
+  return scalable_aligned_malloc(bytes, 64);
+#else
+  return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+#endif
 }
 
-// Plain thread_locals stay usable during thread exit; `cache_dead` stops
-// caching once the reaper below has emptied the cache.
-thread_local void* cached[kClasses + 1][kPerClass];
-thread_local int num_cached[kClasses + 1];
-thread_local size_t cached_bytes = 0;
-thread_local bool cache_dead = false;
-
-struct CacheReaper {
-  ~CacheReaper() {
-    for (int c = 0; c <= kClasses; ++c) {
-      for (int i = 0; i < num_cached[c]; ++i) std::free(cached[c][i]);
-      num_cached[c] = 0;
-    }
-    cached_bytes = 0;
-    cache_dead = true;
-  }
-};
-thread_local CacheReaper reaper;
-
-void* TakeCached(int c, size_t size) {
-  if (cache_dead || num_cached[c] == 0) return nullptr;
-  cached_bytes -= size;
-  return cached[c][--num_cached[c]];
-}
-
-void CpuFree(void* data, size_t, Device) { std::free(data); }
-
-void CpuFreeCached(void* data, size_t bytes, Device) {
-  size_t size = 0;
-  const int c = CacheClass(bytes, &size);
-  if (!cache_dead && num_cached[c] < kPerClass && cached_bytes + size <= kMaxBytes) {
-    (void)&reaper;  // registers the reaper for this thread
-    cached[c][num_cached[c]++] = data;
-    cached_bytes += size;
-    return;
-  }
+void CpuFree(void* data, size_t, Device) {
+#if TDF_SCALABLE_ALLOC
+  scalable_aligned_free(data);
+#else
   std::free(data);
+#endif
+}
+
+void* AllocateObject(size_t bytes) {
+#if TDF_SCALABLE_ALLOC
+  void* p = scalable_malloc(bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+#else
+  return ::operator new(bytes);
+#endif
+}
+
+void FreeObject(void* p) {
+#if TDF_SCALABLE_ALLOC
+  scalable_free(p);
+#else
+  ::operator delete(p);
+#endif
 }
 
 }  // namespace
 
+void* Buffer::operator new(size_t bytes) { return AllocateObject(bytes); }
+void Buffer::operator delete(void* p) { FreeObject(p); }
+void* Tensor::Rep::operator new(size_t bytes) { return AllocateObject(bytes); }
+void Tensor::Rep::operator delete(void* p) { FreeObject(p); }
+
 Buffer* Buffer::Allocate(size_t bytes, Device device) {
   if (device.is_cpu()) {
-    if (TDF_BLOCK_CACHE && bytes >= kCacheMinBytes && bytes <= kCacheMaxBlock) {
-      size_t size = 0;
-      const int c = CacheClass(bytes, &size);
-      void* p = TakeCached(c, size);
-      if (p == nullptr) p = std::aligned_alloc(64, size);
-      if (p == nullptr) return nullptr;
-      return new Buffer(p, bytes, device, &CpuFreeCached);
-    }
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    void* p = AllocateAligned(bytes == 0 ? 64 : bytes);
     if (p == nullptr) return nullptr;
     return new Buffer(p, bytes, device, &CpuFree);
   }

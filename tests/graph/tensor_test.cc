@@ -43,7 +43,7 @@ TEST(TensorRefCount, WrappedBufferHeldElsewhere) {
   EXPECT_TRUE(t.RefCountIsOne());
 }
 
-// Large CPU buffers are recycled through a per-thread cache: live tensors
+// CPU buffers come from a caching allocator (tbbmalloc): live tensors
 // never share memory, whatever the order of allocation and free, and blocks
 // freed on another thread are reusable.
 TEST(TensorAllocation, RecycledBuffersAreNeverShared) {
