@@ -1,5 +1,8 @@
 #include <random>
 
+#include "oneapi/tbb/task_arena.h"
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/kernel_test_util.h"
@@ -86,6 +89,43 @@ TEST(MatMulAddKernel, EqualsMatMulPlusAddends) {
           }
           EXPECT_TRUE(TensorNear(Run1("MatMulAdd", in, attrs), F64(want, {m, n}), 1e-13))
               << "m=" << m << " k=" << k << " n=" << n << " ta=" << ta << " tb=" << tb << " addends=" << t;
+        }
+      }
+    }
+  }
+}
+
+// Products large enough to be split among workers (kernels::ParallelFor):
+// by row blocks, and by column blocks for a short wide result, in arenas of
+// 1 to 4 workers (uneven blocks with 3), every transpose, with and without
+// addends, equal the naive loops.
+TEST(MatMulAddKernel, SplitAmongWorkersMatchesNaiveLoops) {
+  const int64_t dims[][3] = {{96, 64, 80}, {3, 300, 500}};
+  for (int workers : {1, 2, 3, 4}) {
+    tbb::task_arena arena(workers);
+    for (const auto& d : dims) {
+      const int64_t m = d[0], k = d[1], n = d[2];
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          std::vector<double> a = Random(m * k, 5), b = Random(k * n, 6), c = Random(m * n, 7);
+          const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+          std::vector<double> want(m * n, 0.0);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+          Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
+          Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
+          AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+          Tensor product, sum;
+          arena.execute([&] {
+            product = Run1("MatMul", {ta_t, tb_t}, attrs);
+            sum = Run1("MatMulAdd", {ta_t, tb_t, F64(c, {m, n})}, attrs);
+          });
+          const std::string where = absl::StrCat("workers=", workers, " m=", m, " k=", k, " n=", n, " ta=", ta,
+                                                 " tb=", tb);
+          EXPECT_TRUE(TensorNear(product, F64(want, {m, n}), 1e-11)) << where;
+          for (int64_t i = 0; i < m * n; ++i) want[i] += c[i];
+          EXPECT_TRUE(TensorNear(sum, F64(want, {m, n}), 1e-11)) << where;
         }
       }
     }

@@ -5,6 +5,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/sync.h"
+#include "oneapi/tbb/parallel_for.h"
+#include "oneapi/tbb/task_arena.h"
 
 namespace tdf {
 namespace kernels {
@@ -116,6 +119,31 @@ Dims BroadcastStrides(const Shape& shape, const Shape& out) {
     stride *= shape.dim(i);
   }
   return strides;
+}
+
+// Below ~100k multiply-adds per block (5-10 us of Eigen GEMM here) waking a
+// worker and splitting the operands costs more than it saves.
+constexpr double kMinCostPerBlock = 1e5;
+
+void ParallelFor(int64_t n, double cost, const std::function<void(int64_t, int64_t)>& block) {
+  const int workers = tbb::this_task_arena::max_concurrency();
+  const int64_t blocks = std::min<int64_t>({workers, n, static_cast<int64_t>(cost / kMinCostPerBlock)});
+  if (blocks <= 1) {
+    if (n > 0) block(0, n);
+    return;
+  }
+  // oneTBB's hand-offs are invisible to TSan: blocks acquire what the caller
+  // wrote before, the caller acquires what the blocks wrote after the wait.
+  [[maybe_unused]] char done = 0;
+  TDF_TSAN_RELEASE(&done);
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(int64_t{0}, blocks, [&](int64_t b) {
+      TDF_TSAN_ACQUIRE(&done);
+      block(n * b / blocks, n * (b + 1) / blocks);
+      TDF_TSAN_RELEASE(&done);
+    });
+  });
+  TDF_TSAN_ACQUIRE(&done);
 }
 
 }  // namespace kernels

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -38,6 +39,15 @@ template <typename Kernel>
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateSimple(const NodeDef&) {
   return std::unique_ptr<OpKernel>(std::make_unique<Kernel>());
 }
+
+// Intra-op parallelism: splits [0, n) into contiguous blocks and runs
+// `block(begin, end)` on them, on the idle workers of the run's arena (a
+// session's num_workers) when there are any and the work is large enough
+// to pay for the hand-off (`cost` is the whole range's, in multiply-adds);
+// otherwise, or with one worker, one call on [0, n). The calling worker runs
+// blocks too, and takes nothing else while it waits (isolated), so a kernel
+// never finds another firing of the run nested inside it.
+void ParallelFor(int64_t n, double cost, const std::function<void(int64_t, int64_t)>& block);
 
 // ---- Cold error builders (defined in kernel_util.cc). ----
 

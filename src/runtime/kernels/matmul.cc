@@ -2,6 +2,7 @@
 // either operand (attrs transpose_a / transpose_b, parsed once), and
 // MatMulAdd, the product plus addends. Tensors are row-major, so they are
 // viewed as row-major Eigen maps; Eigen picks a blocked, vectorized GEMM.
+// Large products are split among the run's idle workers (kernels::ParallelFor).
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
@@ -66,22 +67,44 @@ void MultiplyAdd(const Tensor& a, const Tensor& b, bool transpose_a, bool transp
     }
     return;
   }
-  if (addends.empty()) {
-    mo.setZero();  // GEMM accumulates; k == 0 is an empty sum
-  } else {
-    mo = addend(0);
-    for (size_t t = 1; t < addends.size(); ++t) mo += addend(t);
-  }
-  if (depth == 0) return;
-  if (!transpose_a && !transpose_b) {
-    mo.noalias() += ma * mb;
-  } else if (transpose_a && !transpose_b) {
-    mo.noalias() += ma.transpose() * mb;
-  } else if (!transpose_a && transpose_b) {
-    mo.noalias() += ma * mb.transpose();
-  } else {
-    mo.noalias() += ma.transpose() * mb.transpose();
-  }
+  // GEMM, split over blocks of the result's rows (or columns, for a short
+  // wide result) when the product is large enough to share among workers.
+  const bool by_rows = rows >= 8 || rows >= cols;
+  const double cost = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(depth);
+  kernels::ParallelFor(by_rows ? rows : cols, cost, [&](int64_t begin, int64_t end) {
+    const int64_t len = end - begin;
+    auto part = [&](auto&& m) { return by_rows ? m.block(begin, 0, len, cols) : m.block(0, begin, rows, len); };
+    auto o = part(mo);
+    if (addends.empty()) {
+      o.setZero();  // GEMM accumulates; k == 0 is an empty sum
+    } else {
+      o = part(addend(0));
+      for (size_t t = 1; t < addends.size(); ++t) o += part(addend(t));
+    }
+    if (depth == 0) return;
+    // op(a) contributes the rows of a row block, op(b) the columns of a column block.
+    if (by_rows) {
+      if (!transpose_a && !transpose_b) {
+        o.noalias() += ma.middleRows(begin, len) * mb;
+      } else if (transpose_a && !transpose_b) {
+        o.noalias() += ma.middleCols(begin, len).transpose() * mb;
+      } else if (!transpose_a && transpose_b) {
+        o.noalias() += ma.middleRows(begin, len) * mb.transpose();
+      } else {
+        o.noalias() += ma.middleCols(begin, len).transpose() * mb.transpose();
+      }
+    } else {
+      if (!transpose_a && !transpose_b) {
+        o.noalias() += ma * mb.middleCols(begin, len);
+      } else if (transpose_a && !transpose_b) {
+        o.noalias() += ma.transpose() * mb.middleCols(begin, len);
+      } else if (!transpose_a && transpose_b) {
+        o.noalias() += ma * mb.middleRows(begin, len).transpose();
+      } else {
+        o.noalias() += ma.transpose() * mb.middleRows(begin, len).transpose();
+      }
+    }
+  });
 }
 
 // MatMul(a, b), and MatMulAdd(a, b, addends...) = MatMul(a, b) + sum of the
