@@ -174,6 +174,9 @@ constexpr int kAloneCheckInterval = 64;
 // run's live count when other workers run too (SessionOptions::
 // exact_live_frames says what that means for the peak and the limit).
 constexpr int64_t kLiveBatch = 32;
+// An offered task that ran for less than this was not worth waking a
+// worker and moving frames between cores for (about 500 scalar firings).
+constexpr std::chrono::microseconds kWorthStealing{20};
 
 // A worker alone with the run's frames (a 1-worker run, or the root worker
 // while no offered task is unfinished) needs no lock prefix on its
@@ -1521,10 +1524,14 @@ void Worker::Offer() {
     delete offered;
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
+    const auto started = std::chrono::steady_clock::now();
     w.Loop(std::move(items));
-    constexpr int64_t kWorthStealing = 512;  // firings
+    // Worth it is measured in time, not firings: one stolen TreeRNN node
+    // (a few firings, one of them a 300x150 MatMul) pays for the hand-off
+    // many times over, a thousand scalar firings barely do.
+    const auto took = std::chrono::steady_clock::now() - started;
     int interval = run->offer_interval.load(std::memory_order_relaxed);
-    if (w.fired() < kWorthStealing) {
+    if (took < kWorthStealing) {
       run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
     } else if (interval > 1) {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
