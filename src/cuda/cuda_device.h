@@ -1,5 +1,6 @@
 // Internal (CUDA builds only; included by src/cuda/*.cu): one CudaDevice per
-// device index, holding the device's stream, its cuBLAS handle, a caching
+// device index, holding the device's stream, its cuBLAS handle (cuBLAS is
+// loaded on the first Init, see cuda/cublas_loader.h), a caching
 // allocator for device buffers and a device-side error word.
 //
 //   TDF_ASSIGN_OR_RETURN(cuda::CudaDevice* dev, cuda::CudaDevice::Get(0));
@@ -28,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cuda/cublas_loader.h"
 #include "cuda/device_backend.h"
 
 namespace tdf {
@@ -65,8 +67,24 @@ absl::Status CublasErrorStatus(cublasStatus_t err, const char* what, const char*
       return ::tdf::cuda::CublasErrorStatus(tdf_cublas_err_, #expr, __FILE__, __LINE__);      \
   } while (0)
 
+// The cuBLAS functions tdf calls, as (field, name) pairs. tdf does not link
+// cuBLAS: cuda/cublas_loader.cc resolves these with dlsym. <cublas_v2.h>
+// #defines each name to its versioned symbol (cublasCreate_v2, ...), so the
+// pointer types and the symbol names both come from the headers.
+#define TDF_CUBLAS_FUNCTIONS(X)    \
+  X(create, cublasCreate)          \
+  X(set_stream, cublasSetStream)   \
+  X(sgemm, cublasSgemm)            \
+  X(dgemm, cublasDgemm)
+
 namespace tdf {
 namespace cuda {
+
+struct CublasFunctions {
+#define TDF_CUBLAS_FIELD(field, function) decltype(&function) field = nullptr;
+  TDF_CUBLAS_FUNCTIONS(TDF_CUBLAS_FIELD)
+#undef TDF_CUBLAS_FIELD
+};
 
 // Bits of the device error word (set by kernels with atomicOr).
 enum DeviceErrorBit : unsigned int {
@@ -84,6 +102,8 @@ class CudaDevice {
   int index() const { return index_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // The loaded cuBLAS functions (set by Init, so never null afterwards).
+  const CublasFunctions& blas() const { return *blas_; }
   // Device memory written by kernels that cannot fail at launch time.
   unsigned int* error_word() const { return error_word_; }
 
@@ -112,6 +132,7 @@ class CudaDevice {
   const int index_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  const CublasFunctions* blas_ = nullptr;
   unsigned int* error_word_ = nullptr;  // device memory, owned
 
   mutable absl::Mutex mu_;

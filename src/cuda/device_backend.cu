@@ -226,8 +226,9 @@ absl::Status CudaDevice::MakeCurrent() const {
 absl::Status CudaDevice::Init() {
   TDF_RETURN_IF_ERROR(MakeCurrent());
   TDF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  TDF_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
-  TDF_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, stream_));
+  TDF_ASSIGN_OR_RETURN(blas_, LoadCublas());
+  TDF_CUBLAS_RETURN_IF_ERROR(blas_->create(&cublas_));
+  TDF_CUBLAS_RETURN_IF_ERROR(blas_->set_stream(cublas_, stream_));
   TDF_CUDA_RETURN_IF_ERROR(cudaMalloc(&error_word_, sizeof(unsigned int)));
   TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_word_, 0, sizeof(unsigned int)));
   return absl::OkStatus();

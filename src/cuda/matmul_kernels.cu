@@ -53,7 +53,8 @@ class MatMulKernel final : public OpKernel {
         TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
       } else {
         cublasHandle_t handle = launch.device->cublas();
-        TDF_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle, launch.stream));
+        const CublasFunctions& blas = launch.device->blas();
+        TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));
         const cublasOperation_t op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
         const cublasOperation_t op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
         // Leading dims: the row length of each row-major buffer.
@@ -62,14 +63,14 @@ class MatMulKernel final : public OpKernel {
         const int ldc = static_cast<int>(n);
         if (a.dtype() == DType::kFloat32) {
           const float one = 1.0f, zero = 0.0f;
-          TDF_CUBLAS_RETURN_IF_ERROR(cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                 static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
-                                                 lda, &zero, out.mutable_data<float>(), ldc));
+          TDF_CUBLAS_RETURN_IF_ERROR(blas.sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
+                                                lda, &zero, out.mutable_data<float>(), ldc));
         } else {
           const double one = 1.0, zero = 0.0;
-          TDF_CUBLAS_RETURN_IF_ERROR(cublasDgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                 static_cast<int>(k), &one, b.data<double>(), ldb,
-                                                 a.data<double>(), lda, &zero, out.mutable_data<double>(), ldc));
+          TDF_CUBLAS_RETURN_IF_ERROR(blas.dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                static_cast<int>(k), &one, b.data<double>(), ldb,
+                                                a.data<double>(), lda, &zero, out.mutable_data<double>(), ldc));
         }
       }
     }
