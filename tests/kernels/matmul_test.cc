@@ -33,6 +33,18 @@ double At(const std::vector<double>& m, int64_t cols, bool transposed, int64_t i
   return transposed ? m[j * cols + i] : m[i * cols + j];
 }
 
+// op(a) · op(b) by the definition, for row-major a (stored [m,k], or [k,m]
+// when ta) and b (stored [k,n], or [n,k] when tb).
+std::vector<double> NaiveProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
+                                 int64_t n, bool ta, bool tb) {
+  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+  std::vector<double> want(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+  return want;
+}
+
 TEST(MatMulKernel, MatchesNaiveLoopsWithTransposes) {
   // General shapes, an outer product (k = 1, its own code path), and
   // matrix-vector shapes (m = 1 or n = 1).
@@ -43,11 +55,7 @@ TEST(MatMulKernel, MatchesNaiveLoopsWithTransposes) {
       for (bool tb : {false, true}) {
         // Stored shapes: a is [m,k] (or [k,m] when transposed), b is [k,n] (or [n,k]).
         std::vector<double> a = Random(m * k, 1), b = Random(k * n, 2);
-        const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-        std::vector<double> want(m * n, 0.0);
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j)
-            for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+        std::vector<double> want = NaiveProduct(a, b, m, k, n, ta, tb);
         Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
         Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
         Tensor out = Run1("MatMul", {ta_t, tb_t}, {{"transpose_a", ta}, {"transpose_b", tb}});
@@ -108,11 +116,7 @@ TEST(MatMulAddKernel, SplitAmongWorkersMatchesNaiveLoops) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           std::vector<double> a = Random(m * k, 5), b = Random(k * n, 6), c = Random(m * n, 7);
-          const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-          std::vector<double> want(m * n, 0.0);
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j)
-              for (int64_t p = 0; p < k; ++p) want[i * n + j] += At(a, a_cols, ta, i, p) * At(b, b_cols, tb, p, j);
+          std::vector<double> want = NaiveProduct(a, b, m, k, n, ta, tb);
           Tensor ta_t = F64(a, ta ? Shape({k, m}) : Shape({m, k}));
           Tensor tb_t = F64(b, tb ? Shape({n, k}) : Shape({k, n}));
           AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
