@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 #include "base/sync.h"
+#include "base/tasks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -177,6 +178,7 @@ constexpr int64_t kLiveBatch = 32;
 // An offered task that ran for less than this was not worth waking a
 // worker and moving frames between cores for (about 500 scalar firings).
 constexpr std::chrono::microseconds kWorthStealing{20};
+constexpr int64_t kWorthStealingFirings = 512;
 
 // A worker alone with the run's frames (a 1-worker run, or the root worker
 // while no offered task is unfinished) needs no lock prefix on its
@@ -1480,25 +1482,7 @@ void Worker::RecordFetch(const ExecNode& n, const Token* out) {
   }
 }
 
-// Under TSan, what a task's creator wrote (the task object too, which
-// oneTBB builds from the lambda) must be ordered before the task runs, and
-// the hand-off inside the uninstrumented oneTBB is invisible. The task is
-// built first (defer), then released on one address that every task
-// acquires first: coarser than the real edges, never missing one.
-[[maybe_unused]] char tsan_task_handoff;
-// Task objects come from oneTBB's small-object pool: a new task may be
-// built where a finished one lived. An offered task releases here after its
-// last use of its captures, and a task is built only after acquiring here.
-// (The pool's own destructor accesses are suppressed in tools/tsan.supp.)
-[[maybe_unused]] char tsan_task_reuse;
-
-template <typename F>
-void SpawnTask(tbb::task_group& group, F&& f) {
-  TDF_TSAN_ACQUIRE(&tsan_task_reuse);
-  tbb::task_handle task = group.defer(std::forward<F>(f));
-  TDF_TSAN_RELEASE(&tsan_task_handoff);
-  group.run(std::move(task));
-}
+using base::SpawnTask;
 
 void Worker::Offer() {
   // Hand the oldest half of the local stack (the largest subcomputations of
@@ -1514,11 +1498,11 @@ void Worker::Offer() {
   run_->offers.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   // Captures are plain pointers, read once at the start: the task object's
-  // destructor then reads none of its memory (see tsan_task_reuse). Every
+  // destructor then reads none of its memory (see base::tsan_task_reuse). Every
   // spawned task runs (the run waits for its task_group), which frees them.
   auto* offered = new std::vector<ReadyItem>(std::move(items));
   SpawnTask(*run_->group, [run_captured = run, offered] {
-    TDF_TSAN_ACQUIRE(&tsan_task_handoff);
+    base::TaskStarts();
     RunState* run = run_captured;
     std::vector<ReadyItem> items = std::move(*offered);
     delete offered;
@@ -1529,15 +1513,19 @@ void Worker::Offer() {
     // Worth it is measured in time, not firings: one stolen TreeRNN node
     // (a few firings, one of them a 300x150 MatMul) pays for the hand-off
     // many times over, a thousand scalar firings barely do.
+    // With an observer or a trace, a firing's time is mostly the recording's:
+    // there the firing count (about 500 scalar firings in kWorthStealing)
+    // judges it.
     const auto took = std::chrono::steady_clock::now() - started;
+    const bool worth = run->tracing ? w.fired() >= kWorthStealingFirings : took >= kWorthStealing;
     int interval = run->offer_interval.load(std::memory_order_relaxed);
-    if (took < kWorthStealing) {
+    if (!worth) {
       run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
     } else if (interval > 1) {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
     }
     TDF_TSAN_RELEASE(run);  // what this task did is visible after the wait
-    TDF_TSAN_RELEASE(&tsan_task_reuse);
+    base::TaskEnds();
     // Last: what this task did to the frames happens before another worker
     // finds itself alone and goes back to plain loads and stores.
     run->workers.fetch_sub(1, std::memory_order_release);
@@ -1768,7 +1756,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
 #endif
   arena.execute([&] {
     tbb::task_handle root_task = group.defer([&] {
-      TDF_TSAN_ACQUIRE(&tsan_task_handoff);
+      base::TaskStarts();
       TDF_TSAN_ACQUIRE(&run);
       Worker w(&run);
       for (auto it = main.sources.rbegin(); it != main.sources.rend(); ++it) w.Push(root, *it);
@@ -1779,7 +1767,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       run.workers.fetch_sub(1, std::memory_order_release);
       TDF_TSAN_RELEASE(&run);
     });
-    TDF_TSAN_RELEASE(&tsan_task_handoff);
+    TDF_TSAN_RELEASE(&base::tsan_task_handoff);
     group.run_and_wait(std::move(root_task));
   });
   TDF_TSAN_ACQUIRE(&run);

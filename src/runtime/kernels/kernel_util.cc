@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/sync.h"
-#include "oneapi/tbb/parallel_for.h"
+#include "base/tasks.h"
 #include "oneapi/tbb/task_arena.h"
 
 namespace tdf {
@@ -132,18 +132,24 @@ void ParallelFor(int64_t n, double cost, const std::function<void(int64_t, int64
     if (n > 0) block(0, n);
     return;
   }
-  // oneTBB's hand-offs are invisible to TSan: blocks acquire what the caller
-  // wrote before, the caller acquires what the blocks wrote after the wait.
+  // At most one block per worker, each large: a task per block, the caller
+  // running the last one (oneTBB's parallel_for would split the range
+  // further and build task objects TSan cannot see being handed off).
   [[maybe_unused]] char done = 0;
-  TDF_TSAN_RELEASE(&done);
   tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(int64_t{0}, blocks, [&](int64_t b) {
-      TDF_TSAN_ACQUIRE(&done);
-      block(n * b / blocks, n * (b + 1) / blocks);
-      TDF_TSAN_RELEASE(&done);
-    });
+    tbb::task_group group;
+    for (int64_t b = 0; b + 1 < blocks; ++b) {
+      base::SpawnTask(group, [&block, &done, n, blocks, b] {
+        base::TaskStarts();
+        block(n * b / blocks, n * (b + 1) / blocks);
+        TDF_TSAN_RELEASE(&done);
+        base::TaskEnds();
+      });
+    }
+    block(n * (blocks - 1) / blocks, n);
+    group.wait();
   });
-  TDF_TSAN_ACQUIRE(&done);
+  TDF_TSAN_ACQUIRE(&done);  // what the blocks wrote
 }
 
 }  // namespace kernels
