@@ -125,13 +125,13 @@ Dims BroadcastStrides(const Shape& shape, const Shape& out) {
 // worker and splitting the operands costs more than it saves.
 constexpr double kMinCostPerBlock = 1e5;
 
-void ParallelFor(int64_t n, double cost, const std::function<void(int64_t, int64_t)>& block) {
+int64_t ParallelBlocks(int64_t n, double cost) {
+  if (cost < 2 * kMinCostPerBlock) return 1;
   const int workers = tbb::this_task_arena::max_concurrency();
-  const int64_t blocks = std::min<int64_t>({workers, n, static_cast<int64_t>(cost / kMinCostPerBlock)});
-  if (blocks <= 1) {
-    if (n > 0) block(0, n);
-    return;
-  }
+  return std::min<int64_t>({workers, n, static_cast<int64_t>(cost / kMinCostPerBlock)});
+}
+
+void RunBlocks(int64_t n, int64_t blocks, const std::function<void(int64_t, int64_t)>& block) {
   // At most one block per worker, each large: a task per block, the caller
   // running the last one (oneTBB's parallel_for would split the range
   // further and build task objects TSan cannot see being handed off).

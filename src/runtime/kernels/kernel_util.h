@@ -44,10 +44,20 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateSimple(const NodeDef&) {
 // `block(begin, end)` on them, on the idle workers of the run's arena (a
 // session's num_workers) when there are any and the work is large enough
 // to pay for the hand-off (`cost` is the whole range's, in multiply-adds);
-// otherwise, or with one worker, one call on [0, n). The calling worker runs
-// blocks too, and takes nothing else while it waits (isolated), so a kernel
-// never finds another firing of the run nested inside it.
-void ParallelFor(int64_t n, double cost, const std::function<void(int64_t, int64_t)>& block);
+// otherwise, or with one worker, one call on [0, n), inline. The calling
+// worker runs a block too, and takes nothing else while it waits
+// (isolated), so a kernel never finds another firing nested inside it.
+int64_t ParallelBlocks(int64_t n, double cost);
+void RunBlocks(int64_t n, int64_t blocks, const std::function<void(int64_t, int64_t)>& block);
+template <typename F>
+void ParallelFor(int64_t n, double cost, F&& block) {
+  const int64_t blocks = ParallelBlocks(n, cost);
+  if (blocks > 1) {
+    RunBlocks(n, blocks, block);
+  } else if (n > 0) {
+    block(int64_t{0}, n);  // the common case: no std::function, no task
+  }
+}
 
 // ---- Cold error builders (defined in kernel_util.cc). ----
 
