@@ -140,6 +140,7 @@ class Compiler {
       ForwardCallArguments();
       ForwardResults();
       ForwardIdentities();
+      ForwardReturns();
     }
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (ExecNode& n : exe_->nodes) {
@@ -605,6 +606,83 @@ class Compiler {
         }
         x.forwarded = true;
       }
+    }
+  }
+
+  // A Return inside a function body only pops the tag: it passes the
+  // callee's result on, into the frame that holds it. The callee's result
+  // node delivers to the Return's consumers in that frame itself (its Return
+  // edges for the label become the Return's out edges), the site's Calls
+  // drop their control edges to it, and a dead site sends its dead token
+  // along the Return's edges (FireCall): one firing and one delivery less
+  // per call (fib 8 -> 7 firings per call). Main-graph Returns still fire:
+  // a run may fetch them or name them as targets.
+  void ForwardReturns() {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<uint8_t> forwardable(nodes.size(), 0);
+    for (ExecNode& r : nodes) {
+      if (r.kind != NodeKind::kReturn || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction ||
+          !r.return_edges_by_label.empty() || r.has_invariants || r.edges.empty())
+        continue;
+      bool local = true;
+      for (const OutEdge& e : r.edges) local &= e.kind == EdgeKind::kLocal;
+      forwardable[r.id] = local;
+    }
+    // A Return that a dead region's frontier feeds must fire to pass the
+    // dead token on.
+    for (const ExecBlock& blk : exe_->blocks)
+      for (const DeadRegionGroup& group : blk.dead_regions)
+        for (const auto& frontier : group.frontier)
+          for (const OutEdge& e : frontier) forwardable[e.dst] = 0;
+    // Only the callee's result and the site's Calls may feed it: every
+    // result node's edge into it is replaced below (a forwarded result
+    // Identity's too: a frontier may still fire it), the Calls' edges dropped.
+    for (const ExecNode& p : nodes)
+      for (const OutEdge& e : p.edges)
+        if (e.kind != EdgeKind::kReturn && p.kind != NodeKind::kCall) forwardable[e.dst] = 0;
+    for (ExecNode& p : nodes) {
+      if (p.return_edges_by_label.empty()) continue;
+      bool any = false;
+      for (const OutEdge& e : p.edges) any |= e.kind == EdgeKind::kReturn && forwardable[e.dst];
+      if (!any) continue;
+      // Rebuild p's edges, each label's range replaced in place.
+      std::vector<OutEdge> edges;
+      std::vector<std::pair<int32_t, int32_t>> ranges(p.return_edges_by_label.size(), {0, 0});
+      std::vector<int32_t> label_of(p.edges.size(), -1);
+      for (size_t label = 0; label < p.return_edges_by_label.size(); ++label)
+        for (int32_t k = p.return_edges_by_label[label].first; k < p.return_edges_by_label[label].second; ++k)
+          label_of[k] = static_cast<int32_t>(label);
+      for (size_t k = 0; k < p.edges.size(); ++k) {
+        const OutEdge& e = p.edges[k];
+        const int32_t label = label_of[k];
+        const int32_t begin = static_cast<int32_t>(edges.size());
+        if (label >= 0 && e.kind == EdgeKind::kReturn && forwardable[e.dst]) {
+          for (OutEdge f : nodes[e.dst].edges) {
+            f.kind = EdgeKind::kReturn;
+            f.src_port = e.src_port;
+            edges.push_back(f);
+          }
+          nodes[e.dst].forwarded = true;
+        } else {
+          edges.push_back(e);
+        }
+        if (label < 0) continue;
+        auto& range = ranges[label];
+        if (range.first == range.second) range.first = begin;
+        range.second = static_cast<int32_t>(edges.size());
+      }
+      p.edges = std::move(edges);
+      p.return_edges_by_label = std::move(ranges);
+    }
+    // The site's Calls no longer signal their forwarded Returns.
+    for (ExecNode& c : nodes) {
+      if (c.kind != NodeKind::kCall) continue;
+      c.edges.erase(std::remove_if(c.edges.begin(), c.edges.end(),
+                                   [&](const OutEdge& e) {
+                                     return e.kind == EdgeKind::kLocal && nodes[e.dst].kind == NodeKind::kReturn &&
+                                            nodes[e.dst].forwarded;
+                                   }),
+                    c.edges.end());
     }
   }
 

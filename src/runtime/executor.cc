@@ -424,6 +424,9 @@ class Worker {
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready);
   int EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask);
+  // A call site that no argument entered: its Returns emit dead in `f`.
+  // Returns the nodes made ready.
+  int ReturnDead(Frame* f, const ExecNode& call);
   void FireInvoke(Frame* f, const ExecNode& n, bool dead);
   void FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead);
   Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
@@ -1002,15 +1005,29 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       if (c != nullptr && c != kChildDone) Release(c, enter_dead_args(c) - 1);
     } else {
       // No argument entered the body: the Returns emit dead under our tag.
-      for (const auto& [ret, slot] : n.site_returns) {
-        if (DeliverToNode(f, ret, slot, kNoValue, true)) {
-          Push(f, ret);
-          ++self_ready;
-        }
-      }
+      self_ready += ReturnDead(f, n);
     }
   }
   Release(f, self_ready - 1);
+}
+
+int Worker::ReturnDead(Frame* f, const ExecNode& call) {
+  int ready = 0;
+  for (const auto& [ret, slot] : call.site_returns) {
+    const ExecNode& r = exe_->nodes[ret];
+    if (r.forwarded) {  // the Return's consumers take its dead token directly
+      for (const OutEdge& e : r.out()) {
+        if (DeliverEdge(f, e, kNoValue, true)) {
+          Push(f, e.dst);
+          ++ready;
+        }
+      }
+    } else if (DeliverToNode(f, ret, slot, kNoValue, true)) {
+      Push(f, ret);
+      ++ready;
+    }
+  }
+  return ready;
 }
 
 int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
@@ -1068,12 +1085,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
       }
     }
     if (closed) {
-      for (const auto& [ret, slot] : n.site_returns) {
-        if (DeliverToNode(f, ret, slot, kNoValue, true)) {
-          Push(f, ret);
-          ++self_ready;
-        }
-      }
+      self_ready += ReturnDead(f, n);
     } else if (part_dead != 0) {
       child = existing_child();  // a live argument created it
       if (child != nullptr) child_delta += EnterDeadArgs(child, n, part_dead);

@@ -383,6 +383,7 @@ TEST_P(ControlFlowTest, UntakenRecursiveCallsDoNotEnterTheBody) {
   const int64_t base_cases = 89;  // invocations with n <= 1
   SessionOptions every_dead_node = Options();
   every_dead_node.skip_dead_branches = false;
+  every_dead_node.forward_call_values = false;  // every Return fires, as in the paper
   auto s = MakeSession(reference::Fib(), every_dead_node);
   ASSERT_NE(s, nullptr);
   RunStats stats;
@@ -397,7 +398,9 @@ TEST_P(ControlFlowTest, UntakenRecursiveCallsDoNotEnterTheBody) {
   // case — its Subs, both call sites and the Add — is passed over whole: the
   // cond's Merge gets its dead input from the branch's frontier, and none of
   // the branch's nodes fires dead. Same invocations, same live firings.
-  auto skipping = MakeSession(reference::Fib(), Options());
+  SessionOptions skip = Options();
+  skip.forward_call_values = false;
+  auto skipping = MakeSession(reference::Fib(), skip);
   ASSERT_NE(skipping, nullptr);
   RunStats skipped;
   EXPECT_EQ(RunResult(skipping.get(), {{"n", I(10)}}, &skipped).scalar<int64_t>(), 89);
@@ -407,6 +410,18 @@ TEST_P(ControlFlowTest, UntakenRecursiveCallsDoNotEnterTheBody) {
   EXPECT_THAT(OpCount(skipped, "Return"), Pair(calls, 0));
   EXPECT_EQ(skipped.dead_firings, 0);
   EXPECT_EQ(skipped.live_frames_after_run, 0);
+
+  // With the defaults the Returns inside fib are passed over as well (the
+  // callee's result goes to their consumers): only main's Return fires.
+  auto defaults = MakeSession(reference::Fib(), Options());
+  ASSERT_NE(defaults, nullptr);
+  RunStats forwarded;
+  EXPECT_EQ(RunResult(defaults.get(), {{"n", I(10)}}, &forwarded).scalar<int64_t>(), 89);
+  EXPECT_EQ(forwarded.frames_created, calls + 1);
+  EXPECT_THAT(OpCount(forwarded, "Call"), Pair(calls, 0));
+  EXPECT_THAT(OpCount(forwarded, "Return"), Pair(1, 0));
+  EXPECT_EQ(forwarded.dead_firings, 0);
+  EXPECT_EQ(forwarded.live_frames_after_run, 0);
 }
 
 // ---- tags ----
