@@ -105,6 +105,9 @@ struct RunStats {
   int64_t live_frames_after_run = 0;  // always 0 unless something leaked
   int64_t max_tag_depth = 0;
   int64_t instantiations = 0;   // dynamic mode: function bodies copied
+  // Several workers: batches of ready work a worker handed to the arena for
+  // an idle worker to steal.
+  int64_t offers = 0;
   absl::Duration elapsed;
   int num_workers = 0;
 };

@@ -175,10 +175,16 @@ constexpr int kAloneCheckInterval = 64;
 // run's live count when other workers run too (SessionOptions::
 // exact_live_frames says what that means for the peak and the limit).
 constexpr int64_t kLiveBatch = 32;
-// An offered task that ran for less than this was not worth waking a
-// worker and moving frames between cores for (about 500 scalar firings).
-constexpr std::chrono::microseconds kWorthStealing{20};
+// Whether an offered task was worth waking a worker and moving frames
+// between cores for. It must have run while other workers were busy too
+// (RunState::ChangeBusy), and either fired this many nodes...
 constexpr int64_t kWorthStealingFirings = 512;
+// ...or run this long in heavy firings (a TreeRNN node: a few firings, one
+// of them a 300x150 MatMul), this long each on average. Time alone
+// overrates scalar work: a thief's firings run on cold frames, several
+// times slower than their owner's (ack: 100-250 ns each).
+constexpr std::chrono::microseconds kWorthStealing{20};
+constexpr std::chrono::microseconds kHeavyFiring{1};
 
 // A worker alone with the run's frames (a 1-worker run, or the root worker
 // while no offered task is unfinished) needs no lock prefix on its
@@ -292,6 +298,7 @@ struct RunState {
   alignas(64) std::atomic<int64_t> frames_created{0};
   std::atomic<int64_t> max_depth{0};
   std::atomic<int64_t> instantiations{0};
+  std::atomic<int64_t> offers_made{0};
 
   tbb::task_group* group = nullptr;
   int num_workers = 1;
@@ -307,6 +314,24 @@ struct RunState {
   // tiny (a sequential chain like ack) doubles it, so a worker is not woken
   // for a few firings at a time; substantial stolen work halves it again.
   std::atomic<int> offer_interval{1};
+  // Worker-time spent in Loop so far, integrated over the run: a thief
+  // compares it before and after its stolen work to see how long other
+  // workers were busy beside it. In a sequential chain (ack) the offerer
+  // runs dry right after offering and the thief carries the chain on alone:
+  // the two take turns, nothing runs in parallel, and the offer was not
+  // worth making however long the stolen work ran.
+  absl::Mutex busy_mu;
+  int64_t busy_integral_ns ABSL_GUARDED_BY(busy_mu) = 0;
+  int64_t busy_changed_ns ABSL_GUARDED_BY(busy_mu) = 0;
+  int busy_workers ABSL_GUARDED_BY(busy_mu) = 0;
+  // Adds `delta` busy workers at `now`; returns the integral up to `now`.
+  int64_t ChangeBusy(int delta, int64_t now) {
+    base::MutexLock lock(&busy_mu);
+    busy_integral_ns += (now - busy_changed_ns) * busy_workers;
+    busy_changed_ns = now;
+    busy_workers += delta;
+    return busy_integral_ns;
+  }
 
   std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point deadline;
@@ -322,6 +347,10 @@ struct RunState {
   std::vector<int64_t> dead_by_op ABSL_GUARDED_BY(mu);
   std::vector<int64_t> live_by_node ABSL_GUARDED_BY(mu);
   std::vector<int64_t> dead_by_node ABSL_GUARDED_BY(mu);
+
+  int64_t SinceStart() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
 
   void Fail(absl::Status s) {
     {
@@ -399,6 +428,10 @@ class Worker {
   }
   void Release(Frame* f, int64_t delta);
   int64_t fired() const { return fired_; }
+  // Runs with several workers: how long Loop ran, and how long other
+  // workers were busy meanwhile (summed over them).
+  int64_t loop_ns() const { return loop_ns_; }
+  int64_t others_busy_ns() const { return others_busy_ns_; }
 
  private:
   void Fire(Frame* f, const ExecNode& n);
@@ -473,6 +506,8 @@ class Worker {
   int since_check_ = 0;
   int since_offer_ = 0;
   int64_t fired_ = 0;
+  int64_t loop_ns_ = 0;
+  int64_t others_busy_ns_ = 0;
   int64_t frames_created_ = 0;
   int64_t max_depth_ = 0;
 };
@@ -1508,6 +1543,7 @@ void Worker::Offer() {
   alone_ = false;
   run_->workers.fetch_add(1, std::memory_order_relaxed);
   run_->offers.fetch_add(1, std::memory_order_relaxed);
+  run_->offers_made.fetch_add(1, std::memory_order_relaxed);
   RunState* run = run_;
   // Captures are plain pointers, read once at the start: the task object's
   // destructor then reads none of its memory (see base::tsan_task_reuse). Every
@@ -1520,16 +1556,14 @@ void Worker::Offer() {
     delete offered;
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
-    const auto started = std::chrono::steady_clock::now();
     w.Loop(std::move(items));
-    // Worth it is measured in time, not firings: one stolen TreeRNN node
-    // (a few firings, one of them a 300x150 MatMul) pays for the hand-off
-    // many times over, a thousand scalar firings barely do.
-    // With an observer or a trace, a firing's time is mostly the recording's:
-    // there the firing count (about 500 scalar firings in kWorthStealing)
-    // judges it.
-    const auto took = std::chrono::steady_clock::now() - started;
-    const bool worth = run->tracing ? w.fired() >= kWorthStealingFirings : took >= kWorthStealing;
+    // See kWorthStealingFirings. With an observer or a trace, a firing's
+    // time is mostly the recording's: there only the firing count judges.
+    const int64_t took = w.loop_ns();
+    const bool parallel = w.others_busy_ns() >= took / 2;
+    const bool heavy = !run->tracing && took >= std::chrono::nanoseconds(kWorthStealing).count() &&
+                       took >= w.fired() * std::chrono::nanoseconds(kHeavyFiring).count();
+    const bool worth = parallel && (w.fired() >= kWorthStealingFirings || heavy);
     int interval = run->offer_interval.load(std::memory_order_relaxed);
     if (!worth) {
       run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
@@ -1558,6 +1592,11 @@ bool Worker::CheckLimits() {
 
 void Worker::Loop(std::vector<ReadyItem> items) {
   run_->active.fetch_add(1, std::memory_order_relaxed);
+  int64_t start = 0, busy_at_start = 0;
+  if (multi_) {
+    start = run_->SinceStart();
+    busy_at_start = run_->ChangeBusy(1, start);
+  }
   alone_ = run_->workers.load(std::memory_order_acquire) == 1;
   for (const ReadyItem& item : items) stack_.push_back(item);
   while (!local_.empty() || !stack_.empty()) {
@@ -1601,6 +1640,11 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     }
   }
   Flush();
+  if (multi_) {
+    const int64_t end = run_->SinceStart();
+    loop_ns_ = end - start;
+    others_busy_ns_ = run_->ChangeBusy(-1, end) - busy_at_start - loop_ns_;
+  }
   run_->active.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -1840,6 +1884,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     s.live_frames_after_run = root_done ? leaked - 1 : leaked;
     s.max_tag_depth = run.max_depth.load();
     s.instantiations = run.instantiations.load();
+    s.offers = run.offers_made.load();
     s.elapsed = absl::FromChrono(std::chrono::steady_clock::now() - run.start);
     s.num_workers = run.num_workers;
     *stats = std::move(s);

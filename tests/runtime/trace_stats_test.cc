@@ -70,6 +70,23 @@ TEST_P(StatsTest, CountsAddUp) {
   EXPECT_EQ(ps.firings_by_op, stats.firings_by_op);
 }
 
+TEST_P(StatsTest, OffersOnlyWithOtherWorkers) {
+  // fib(16) leaves the first worker more ready nodes than it can run at
+  // once: with an idle worker beside it, it offers some at once (the
+  // offer interval starts at one firing); alone, never.
+  SessionOptions o;
+  o.num_workers = GetParam();
+  auto s = MakeSession(reference::Fib(), o);
+  ASSERT_NE(s, nullptr);
+  RunStats stats;
+  EXPECT_EQ(RunResult(s.get(), {{"n", I(16)}}, &stats).scalar<int64_t>(), reference::NativeFib(16));
+  if (GetParam() == 1) {
+    EXPECT_EQ(stats.offers, 0);
+  } else {
+    EXPECT_GE(stats.offers, 1);
+  }
+}
+
 TEST_P(StatsTest, FibFramesFollowTheCallTree) {
   for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
     SessionOptions o;
