@@ -148,6 +148,13 @@ class Compiler {
       const bool kind_ok = kernel || n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge ||
                            n.kind == NodeKind::kReturn || n.kind == NodeKind::kCall ||
                            n.kind == NodeKind::kNextIteration || n.kind == NodeKind::kExit;
+      if (n.kind == NodeKind::kCall) {
+        // Argument edges first, then the control edges to the site's
+        // Returns in the caller's frame (FireCall walks each part alone).
+        auto control = std::stable_partition(n.edges.begin(), n.edges.end(),
+                                             [](const OutEdge& e) { return e.kind == EdgeKind::kCall; });
+        n.num_call_edges = static_cast<int32_t>(control - n.edges.begin());
+      }
       n.is_result = !n.return_edges_by_label.empty();
       n.first_return_edge = static_cast<int32_t>(n.edges.size());
       for (const auto& range : n.return_edges_by_label)

@@ -114,6 +114,7 @@ struct alignas(64) ExecNode {
   int32_t target_block = -1;
   int32_t label = -1;
   int32_t site_num_calls = 1;        // Call: the Call nodes of this site
+  int32_t num_call_edges = 0;        // Call: out edges [0, this) enter the callee
   bool is_constant_enter = false;
   int32_t parallel_iterations = 10;
   // Call: (Return node id, its data slot) of the site, for dead sites.

@@ -451,7 +451,14 @@ class Worker {
   void PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port);
   // One grouped Switch of `n`'s group has fired: the last of the group in
   // `f` delivers the dead region's frontier. Returns the nodes made ready.
-  int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port);
+  int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
+    const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
+    if (FetchAdd(f->pending()[group.counter_index], -1, alone_) != 1) return 0;
+    return DeliverFrontier(f, group.frontier[dead_port]);
+  }
+  // Out of line: only a group's last Switch in a frame gets here, and the
+  // others should not pay for its register spills.
+  ABSL_ATTRIBUTE_NOINLINE int DeliverFrontier(Frame* f, const std::vector<OutEdge>& frontier);
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -468,6 +475,10 @@ class Worker {
   void IterationDone(Frame* f, FrameList* release, LoopState** loop_release);
   void LoopDone(LoopState* loop, FrameList* release);
   void Offer();
+  // Every kAloneCheckInterval firings: back to plain loads and stores once
+  // no other worker can touch the run's frames; every kCheckInterval,
+  // CheckLimits. False when the run must stop.
+  bool PeriodicChecks();
   bool CheckLimits();
   void CountFrame(int32_t depth);
   void AddLive(int64_t delta);
@@ -501,9 +512,9 @@ class Worker {
   int64_t live_delta_ = 0;  // frames created minus freed, not yet in RunState::live_frames
   bool exact_live_ = false;  // SessionOptions::exact_live_frames
   bool multi_ = false;  // the run has several workers: surplus work is offered
-  int since_alone_check_ = 0;
+  int until_periodic_ = kAloneCheckInterval;  // firings until PeriodicChecks
+  int periodic_ = 0;                          // PeriodicChecks since CheckLimits
   bool fast_ok_ = false;  // no tracing, no per-node counts: FireFast may run
-  int since_check_ = 0;
   int since_offer_ = 0;
   int64_t fired_ = 0;
   int64_t loop_ns_ = 0;
@@ -797,11 +808,9 @@ void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bo
   Release(f, ready - 1);
 }
 
-int Worker::CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
-  const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
-  if (FetchAdd(f->pending()[group.counter_index], -1, alone_) != 1) return 0;
+int Worker::DeliverFrontier(Frame* f, const std::vector<OutEdge>& frontier) {
   int ready = 0;
-  for (const OutEdge& e : group.frontier[dead_port]) {
+  for (const OutEdge& e : frontier) {
     if (DeliverEdge(f, e, kNoValue, true)) {
       Push(f, e.dst);
       ++ready;
@@ -980,8 +989,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         }
       }
     }
-    for (const OutEdge* e = begin; e != end; ++e) {
-      if (e->kind != EdgeKind::kCall) continue;
+    for (const OutEdge* e = begin; e != begin + n.num_call_edges; ++e) {
       if (DeliverEdge(child, *e, outs[0].value, false)) {
         Push(child, e->dst);
         ++child_ready;
@@ -997,8 +1005,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
   }
   // Control edges to the site's Returns, in this frame.
-  for (const OutEdge* e = begin; e != end; ++e) {
-    if (e->kind == EdgeKind::kCall) continue;
+  for (const OutEdge* e = begin + n.num_call_edges; e != end; ++e) {
     if (DeliverEdge(f, *e, kNoValue, dead)) {
       Push(f, e->dst);
       ++self_ready;
@@ -1578,6 +1585,19 @@ void Worker::Offer() {
   });
 }
 
+bool Worker::PeriodicChecks() {
+  until_periodic_ = kAloneCheckInterval;
+  // A run without parallelism (ack) that offered work once should not pay
+  // for lock-prefixed operations for the rest of the run.
+  if (!alone_ && run_->workers.load(std::memory_order_acquire) == 1) {
+    PublishLive();
+    alone_ = true;
+  }
+  if (++periodic_ < kCheckInterval / kAloneCheckInterval) return true;
+  periodic_ = 0;
+  return CheckLimits();
+}
+
 bool Worker::CheckLimits() {
   if (run_->cancel != nullptr && run_->cancel->cancelled()) {
     run_->Fail(absl::CancelledError("run cancelled"));
@@ -1605,10 +1625,7 @@ void Worker::Loop(std::vector<ReadyItem> items) {
       stack_.clear();  // frames they hold are freed by the run's cleanup
       break;
     }
-    if (++since_check_ >= kCheckInterval) {
-      since_check_ = 0;
-      if (!CheckLimits()) continue;
-    }
+    if (--until_periodic_ <= 0 && !PeriodicChecks()) continue;
     ReadyItem item;
     if (!local_.empty()) {
       item = local_.back();
@@ -1622,15 +1639,6 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     const ExecNode& node = exe_->nodes[item.node];
     if (!(node.fast && fast_ok_ && FireFast(item.frame, node))) Fire(item.frame, node);
     ++fired_;
-    // A run without parallelism (ack) that offered work once should not pay
-    // for lock-prefixed operations for the rest of the run.
-    if (!alone_ && ++since_alone_check_ >= kAloneCheckInterval) {
-      since_alone_check_ = 0;
-      if (run_->workers.load(std::memory_order_acquire) == 1) {
-        PublishLive();
-        alone_ = true;
-      }
-    }
     if (multi_ && (stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) &&
         ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&
         run_->active.load(std::memory_order_relaxed) + run_->offers.load(std::memory_order_relaxed) <
