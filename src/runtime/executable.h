@@ -78,6 +78,9 @@ struct alignas(64) ExecNode {
   bool is_const = false;        // Const: the value is emitted without a kernel call
   bool has_invariants = false;  // some input reads a loop invariant
   bool is_result = false;       // a function's result (return_edges_by_label)
+  // Static mode, outside main: a scalar op on two data inputs and nothing
+  // else (Worker::FireScalarBinary).
+  bool scalar_binary = false;
   int32_t id = 0;         // global
   int32_t index = 0;      // dense index inside the block (pending counters)
   int32_t slot_base = 0;  // first input slot in the frame

@@ -436,6 +436,7 @@ class Worker {
  private:
   void Fire(Frame* f, const ExecNode& n);
   bool FireFast(Frame* f, const ExecNode& n);
+  bool FireScalarBinary(Frame* f, const ExecNode& n);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -1329,6 +1330,27 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
   return true;
 }
 
+// The bulk of a recursive scalar program's kernel firings (fib: LessEqual,
+// Sub, Add) without FireFast's generality: two live inline scalars in, one
+// out, no fetch or target (not in main), no copied body (static mode).
+// False, having changed nothing, when the case is not covered.
+bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
+  Token* in = f->slots() + n.slot_base;
+  if (in[0].dead || in[1].dead) return false;
+  Tensor out;
+  if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
+  ++live_by_op_[n.op_id];
+  int ready = 0;
+  for (const OutEdge& e : n.out()) {
+    if (DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false)) {
+      Push(f, e.dst);
+      ++ready;
+    }
+  }
+  Release(f, ready - 1);
+  return true;
+}
+
 void Worker::Fire(Frame* f, const ExecNode& n) {
   Token* slots = f->slots() + n.slot_base;
   Token* out = out_;
@@ -1637,7 +1659,11 @@ void Worker::Loop(std::vector<ReadyItem> items) {
       current_loop_ = item.frame->loop;
     }
     const ExecNode& node = exe_->nodes[item.node];
-    if (!(node.fast && fast_ok_ && FireFast(item.frame, node))) Fire(item.frame, node);
+    bool fired = false;
+    if (node.fast && fast_ok_) {
+      fired = (node.scalar_binary && FireScalarBinary(item.frame, node)) || FireFast(item.frame, node);
+    }
+    if (!fired) Fire(item.frame, node);
     ++fired_;
     if (multi_ && (stack_.size() > kOfferThreshold || local_.size() > kOfferThreshold) &&
         ++since_offer_ >= run_->offer_interval.load(std::memory_order_relaxed) &&
