@@ -162,9 +162,14 @@ class Compiler {
       // A Merge reads only the input that fired it, however many it has
       // (a function's argument Merge has one per call site). Kernels read
       // loop invariants in place; control-flow nodes copy them (Fire).
-      n.scalar_binary = exe_->mode == ExecutionMode::kStatic && n.block != 0 && n.kind == NodeKind::kKernel &&
-                        !n.is_const && n.scalar_op != ScalarOp::kNone && n.num_inputs == 2 &&
-                        n.num_data_inputs == 2 && !n.has_invariants && !n.is_result && !n.folded;
+      if (exe_->mode == ExecutionMode::kStatic && n.block != 0 && !n.has_invariants && !n.is_result && !n.folded) {
+        if (n.kind == NodeKind::kKernel && !n.is_const && n.scalar_op != ScalarOp::kNone && n.num_inputs == 2 &&
+            n.num_data_inputs == 2) {
+          n.lean = LeanKind::kScalarBinary;
+        } else if (n.kind == NodeKind::kSwitch && n.num_inputs == 2 && n.num_data_inputs == 2) {
+          n.lean = LeanKind::kSwitch;
+        }
+      }
       n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || n.kind == NodeKind::kMerge || !n.is_result) &&
                n.num_outputs <= 2 && (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
     }

@@ -65,6 +65,13 @@ enum class NodeKind : uint8_t {
   kNoOutput, // NoOp
 };
 
+// Node shapes with a lean firing path (Worker::FireLean).
+enum class LeanKind : uint8_t {
+  kNone,
+  kScalarBinary,  // a scalar op on two data inputs, nothing else
+  kSwitch,        // data and predicate, nothing else
+};
+
 // Fields every firing reads come first and fill one cache line: a large
 // main graph (chain(10^5)) streams its nodes from memory, and a firing that
 // touched fields spread over the whole struct missed several lines.
@@ -78,9 +85,9 @@ struct alignas(64) ExecNode {
   bool is_const = false;        // Const: the value is emitted without a kernel call
   bool has_invariants = false;  // some input reads a loop invariant
   bool is_result = false;       // a function's result (return_edges_by_label)
-  // Static mode, outside main: a scalar op on two data inputs and nothing
-  // else (Worker::FireScalarBinary).
-  bool scalar_binary = false;
+  // Static mode, outside main (no copied bodies, fetches or targets): the
+  // common shapes Worker::FireLean fires without FireFast's generality.
+  LeanKind lean = LeanKind::kNone;
   int32_t id = 0;         // global
   int32_t index = 0;      // dense index inside the block (pending counters)
   int32_t slot_base = 0;  // first input slot in the frame

@@ -436,7 +436,15 @@ class Worker {
  private:
   void Fire(Frame* f, const ExecNode& n);
   bool FireFast(Frame* f, const ExecNode& n);
+  bool FireLean(Frame* f, const ExecNode& n) {
+    switch (n.lean) {
+      case LeanKind::kScalarBinary: return FireScalarBinary(f, n);
+      case LeanKind::kSwitch: return FireSwitch(f, n);
+      default: return false;
+    }
+  }
   bool FireScalarBinary(Frame* f, const ExecNode& n);
+  bool FireSwitch(Frame* f, const ExecNode& n);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -1330,10 +1338,11 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
   return true;
 }
 
-// The bulk of a recursive scalar program's kernel firings (fib: LessEqual,
-// Sub, Add) without FireFast's generality: two live inline scalars in, one
-// out, no fetch or target (not in main), no copied body (static mode).
-// False, having changed nothing, when the case is not covered.
+// The bulk of a recursive scalar program's firings (fib: LessEqual, Sub,
+// Add, its Switches) without FireFast's generality: every input live,
+// inline scalars, no fetch or target (not in main), no copied body (static
+// mode). Each returns false, having changed nothing, when its case is not
+// covered. One function per shape: a shared one spilled more than it saved.
 bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
   if (in[0].dead || in[1].dead) return false;
@@ -1347,6 +1356,34 @@ bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
       ++ready;
     }
   }
+  Release(f, ready - 1);
+  return true;
+}
+
+bool Worker::FireSwitch(Frame* f, const ExecNode& n) {
+  Token* in = f->slots() + n.slot_base;
+  if (in[0].dead || in[1].dead) return false;
+  const Tensor& p = in[1].value;
+  if (p.dtype() != DType::kBool || !p.is_inline_scalar()) return false;
+  const int dead_port = p.scalar<bool>() ? 0 : 1;
+  const Tensor out = std::move(in[0].value);
+  ++live_by_op_[n.op_id];
+  const bool grouped = n.switch_group >= 0;
+  int ready = 0;
+  for (const OutEdge& e : n.out()) {
+    bool made_ready;
+    if (e.src_port == dead_port) {
+      if (grouped) continue;  // the group's frontier stands in for it
+      made_ready = DeliverEdge(f, e, kNoValue, true);
+    } else {
+      made_ready = DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false);
+    }
+    if (made_ready) {
+      Push(f, e.dst);
+      ++ready;
+    }
+  }
+  if (grouped) ready += CountDownDeadRegion(f, n, dead_port);
   Release(f, ready - 1);
   return true;
 }
@@ -1661,7 +1698,7 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     const ExecNode& node = exe_->nodes[item.node];
     bool fired = false;
     if (node.fast && fast_ok_) {
-      fired = (node.scalar_binary && FireScalarBinary(item.frame, node)) || FireFast(item.frame, node);
+      fired = (node.lean != LeanKind::kNone && FireLean(item.frame, node)) || FireFast(item.frame, node);
     }
     if (!fired) Fire(item.frame, node);
     ++fired_;
