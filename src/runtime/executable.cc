@@ -168,6 +168,11 @@ class Compiler {
           n.lean = LeanKind::kScalarBinary;
         } else if (n.kind == NodeKind::kSwitch && n.num_inputs == 2 && n.num_data_inputs == 2) {
           n.lean = LeanKind::kSwitch;
+        } else if (n.kind == NodeKind::kKernel && n.scalar_op == ScalarOp::kIdentity && n.num_inputs == 1 &&
+                   n.num_data_inputs == 1 && n.device.is_cpu()) {
+          n.lean = LeanKind::kPassThrough;
+        } else if (n.kind == NodeKind::kKernel && n.is_const && n.num_data_inputs == 0 && n.num_inputs > 0) {
+          n.lean = LeanKind::kConst;
         }
       }
       n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || n.kind == NodeKind::kMerge || !n.is_result) &&

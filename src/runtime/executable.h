@@ -70,6 +70,8 @@ enum class LeanKind : uint8_t {
   kNone,
   kScalarBinary,  // a scalar op on two data inputs, nothing else
   kSwitch,        // data and predicate, nothing else
+  kPassThrough,   // Identity or LoopCond of one data input (CPU)
+  kConst,         // a Const fired by control inputs only (a Cond branch's)
 };
 
 // Fields every firing reads come first and fill one cache line: a large

@@ -440,11 +440,14 @@ class Worker {
     switch (n.lean) {
       case LeanKind::kScalarBinary: return FireScalarBinary(f, n);
       case LeanKind::kSwitch: return FireSwitch(f, n);
+      case LeanKind::kPassThrough:
+      case LeanKind::kConst: return FireOneOutput(f, n);
       default: return false;
     }
   }
   bool FireScalarBinary(Frame* f, const ExecNode& n);
   bool FireSwitch(Frame* f, const ExecNode& n);
+  bool FireOneOutput(Frame* f, const ExecNode& n);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -1348,6 +1351,30 @@ bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
   if (in[0].dead || in[1].dead) return false;
   Tensor out;
   if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
+  ++live_by_op_[n.op_id];
+  int ready = 0;
+  for (const OutEdge& e : n.out()) {
+    if (DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false)) {
+      Push(f, e.dst);
+      ++ready;
+    }
+  }
+  Release(f, ready - 1);
+  return true;
+}
+
+// An Identity (its input moved on) or a control-triggered Const.
+bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
+  Token* in = f->slots() + n.slot_base;
+  for (int32_t i = 0; i < n.num_inputs; ++i)
+    if (in[i].dead) return false;
+  Tensor out;
+  if (n.lean == LeanKind::kConst) {
+    out = n.const_value;
+  } else {
+    if (!in[0].value.device().is_cpu()) return false;  // the kernel decides about device tensors
+    out = std::move(in[0].value);
+  }
   ++live_by_op_[n.op_id];
   int ready = 0;
   for (const OutEdge& e : n.out()) {
