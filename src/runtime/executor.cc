@@ -448,6 +448,7 @@ class Worker {
   bool FireScalarBinary(Frame* f, const ExecNode& n);
   bool FireSwitch(Frame* f, const ExecNode& n);
   bool FireOneOutput(Frame* f, const ExecNode& n);
+  void EmitLive(Frame* f, const ExecNode& n, const Tensor& out);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -1346,11 +1347,8 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
 // inline scalars, no fetch or target (not in main), no copied body (static
 // mode). Each returns false, having changed nothing, when its case is not
 // covered. One function per shape: a shared one spilled more than it saved.
-bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
-  Token* in = f->slots() + n.slot_base;
-  if (in[0].dead || in[1].dead) return false;
-  Tensor out;
-  if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
+// A lean firing's one live output along every edge of `n` in `f`.
+inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
   ++live_by_op_[n.op_id];
   int ready = 0;
   for (const OutEdge& e : n.out()) {
@@ -1360,6 +1358,14 @@ bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
     }
   }
   Release(f, ready - 1);
+}
+
+bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
+  Token* in = f->slots() + n.slot_base;
+  if (in[0].dead || in[1].dead) return false;
+  Tensor out;
+  if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
+  EmitLive(f, n, out);
   return true;
 }
 
@@ -1375,15 +1381,7 @@ bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
     if (!in[0].value.device().is_cpu()) return false;  // the kernel decides about device tensors
     out = std::move(in[0].value);
   }
-  ++live_by_op_[n.op_id];
-  int ready = 0;
-  for (const OutEdge& e : n.out()) {
-    if (DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false)) {
-      Push(f, e.dst);
-      ++ready;
-    }
-  }
-  Release(f, ready - 1);
+  EmitLive(f, n, out);
   return true;
 }
 
