@@ -480,6 +480,10 @@ class Worker {
   // A call site that no argument entered: its Returns emit dead in `f`.
   // Returns the nodes made ready.
   int ReturnDead(Frame* f, const ExecNode& call);
+  // A dead token into `slot` of `node` in `t` (or along its edges when the
+  // node is forwarded: an argument Merge or a Return that never fires).
+  // Returns the nodes made ready.
+  int DeliverDead(Frame* t, int32_t node, int32_t slot);
   void FireInvoke(Frame* f, const ExecNode& n, bool dead);
   void FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead);
   Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
@@ -986,20 +990,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, alone_);  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
-        for (const auto& [merge, slot] : n.missing_arg_merges) {
-          const ExecNode& m = exe_->nodes[merge];
-          if (m.forwarded) {  // the Merge would only have passed the dead token on
-            for (const OutEdge& e : m.out()) {
-              if (DeliverEdge(fresh, e, kNoValue, true)) {
-                Push(fresh, e.dst);
-                ++child_ready;
-              }
-            }
-          } else if (DeliverToNode(fresh, merge, slot, kNoValue, true)) {
-            Push(fresh, merge);
-            ++child_ready;
-          }
-        }
+        for (const auto& [merge, slot] : n.missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
       }
     }
     for (const OutEdge* e = begin; e != begin + n.num_call_edges; ++e) {
@@ -1066,22 +1057,26 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   Release(f, self_ready - 1);
 }
 
+int Worker::DeliverDead(Frame* t, int32_t node, int32_t slot) {
+  const ExecNode& d = exe_->nodes[node];
+  int ready = 0;
+  if (d.forwarded) {  // it would only have passed the dead token on: its consumers take it
+    for (const OutEdge& e : d.out()) {
+      if (DeliverEdge(t, e, kNoValue, true)) {
+        Push(t, e.dst);
+        ++ready;
+      }
+    }
+  } else if (DeliverToNode(t, node, slot, kNoValue, true)) {
+    Push(t, node);
+    ++ready;
+  }
+  return ready;
+}
+
 int Worker::ReturnDead(Frame* f, const ExecNode& call) {
   int ready = 0;
-  for (const auto& [ret, slot] : call.site_returns) {
-    const ExecNode& r = exe_->nodes[ret];
-    if (r.forwarded) {  // the Return's consumers take its dead token directly
-      for (const OutEdge& e : r.out()) {
-        if (DeliverEdge(f, e, kNoValue, true)) {
-          Push(f, e.dst);
-          ++ready;
-        }
-      }
-    } else if (DeliverToNode(f, ret, slot, kNoValue, true)) {
-      Push(f, ret);
-      ++ready;
-    }
-  }
+  for (const auto& [ret, slot] : call.site_returns) ready += DeliverDead(f, ret, slot);
   return ready;
 }
 
