@@ -108,6 +108,9 @@ struct RunStats {
   // Several workers: batches of ready work a worker handed to the arena for
   // an idle worker to steal.
   int64_t offers = 0;
+  // Frames other workers could reach (ancestors of offered work and what
+  // several of their nodes feed); the rest used no lock-prefixed counters.
+  int64_t shared_frames = 0;
   absl::Duration elapsed;
   int num_workers = 0;
 };

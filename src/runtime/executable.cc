@@ -194,6 +194,7 @@ class Compiler {
     ExecBlock& blk = exe_->blocks[block];
     int32_t slot = blk.num_child_slots++;
     blk.child_is_loop.push_back(is_loop ? 1 : 0);
+    blk.child_fed_by_several.push_back(is_loop ? 1 : 0);
     slots[key] = slot;
     return slot;
   }
@@ -372,6 +373,7 @@ class Compiler {
             }
           }
           n.site_num_calls = calls;
+          if (calls > 1) blk.child_fed_by_several[n.child_slot] = 1;
           for (int32_t other : blk.nodes) {
             const ExecNode& o = nodes[other];
             if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn) {

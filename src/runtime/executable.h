@@ -194,6 +194,10 @@ struct ExecBlock {
   int32_t num_slots = 0;
   int32_t num_child_slots = 0;
   std::vector<uint8_t> child_is_loop;  // per child slot: a LoopState (1) or a Frame (0)
+  // Per child slot: several nodes of this block feed the child (a loop's
+  // Enters, a call site's Calls), so a worker that fires any of them may
+  // touch it: it is shared whenever its parent frame is.
+  std::vector<uint8_t> child_fed_by_several;
   // Loops: Enter counts from the parent block and the Exit nodes.
   int32_t num_enters = 0;      // non-constant
   int32_t num_invariants = 0;  // constant Enters

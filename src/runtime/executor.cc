@@ -115,6 +115,8 @@ Frame* AllocateFrame(const ExecBlock& block) {
   f->caller_node = -1;
   f->next_iteration.store(nullptr, std::memory_order_relaxed);
   f->refs.store(0, std::memory_order_relaxed);
+  f->shared.store(false, std::memory_order_relaxed);
+  f->atomic_counts.store(false, std::memory_order_relaxed);
   f->pending_ptr = reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(f) + block.pending_offset);
   f->slots_ptr = reinterpret_cast<Token*>(reinterpret_cast<char*>(f) + block.slots_offset);
   static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "pending counters are plain int32 in memory");
@@ -299,6 +301,7 @@ struct RunState {
   std::atomic<int64_t> max_depth{0};
   std::atomic<int64_t> instantiations{0};
   std::atomic<int64_t> offers_made{0};
+  std::atomic<int64_t> shared_frames{0};
 
   tbb::task_group* group = nullptr;
   int num_workers = 1;
@@ -427,6 +430,17 @@ class Worker {
     }
   }
   void Release(Frame* f, int64_t delta);
+  // Plain loads and stores suffice for `f`'s counters: no other worker runs,
+  // or none can reach `f` (Frame::shared).
+  bool Alone(const Frame* f) const { return alone_ || !f->atomic_counts.load(std::memory_order_relaxed); }
+  void MarkShared(Frame* f) {
+    f->shared.store(true, std::memory_order_relaxed);
+    f->atomic_counts.store(true, std::memory_order_relaxed);
+    ++shared_frames_;
+  }
+  // Before work in `f` is offered: `f` and its ancestors become shared, and
+  // so does every live child that several nodes of a newly shared frame feed.
+  void Share(Frame* f);
   int64_t fired() const { return fired_; }
   // Runs with several workers: how long Loop ran, and how long other
   // workers were busy meanwhile (summed over them).
@@ -466,7 +480,7 @@ class Worker {
   // `f` delivers the dead region's frontier. Returns the nodes made ready.
   int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
     const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
-    if (FetchAdd(f->pending()[group.counter_index], -1, alone_) != 1) return 0;
+    if (FetchAdd(f->pending()[group.counter_index], -1, Alone(f)) != 1) return 0;
     return DeliverFrontier(f, group.frontier[dead_port]);
   }
   // Out of line: only a group's last Switch in a frame gets here, and the
@@ -475,6 +489,7 @@ class Worker {
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  void FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready);
   int EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask);
   // A call site that no argument entered: its Returns emit dead in `f`.
@@ -537,6 +552,7 @@ class Worker {
   int64_t loop_ns_ = 0;
   int64_t others_busy_ns_ = 0;
   int64_t frames_created_ = 0;
+  int64_t shared_frames_ = 0;
   int64_t max_depth_ = 0;
 };
 
@@ -601,9 +617,37 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
   return f;
 }
 
+// Only the worker that owns a private frame (and its private relatives)
+// runs this, before the hand-off: nothing else touches them meanwhile.
+void Worker::Share(Frame* f) {
+  FrameList below;
+  for (Frame* p = f; p != nullptr && !p->shared.load(std::memory_order_relaxed); p = p->parent) {
+    below.push_back(p);
+    while (!below.empty()) {
+      Frame* g = below.back();
+      below.pop_back();
+      if (g->shared.load(std::memory_order_relaxed)) continue;
+      MarkShared(g);
+      const ExecBlock& block = *g->block;
+      for (int32_t slot = 0; slot < block.num_child_slots; ++slot) {
+        if (!block.child_fed_by_several[slot]) continue;
+        void* child = g->children()[slot].child.load(std::memory_order_acquire);
+        if (child == nullptr || child == kChildDone) continue;
+        if (block.child_is_loop[slot]) {
+          LoopState* loop = static_cast<LoopState*>(child);
+          std::lock_guard<std::mutex> lock(loop->mu);
+          for (Frame* iteration : loop->live) below.push_back(iteration);
+        } else {
+          below.push_back(static_cast<Frame*>(child));
+        }
+      }
+    }
+  }
+}
+
 void Worker::Release(Frame* f, int64_t delta) {
   if (delta == 0) return;
-  if (FetchAdd(f->refs, delta, alone_) + delta == 0) FrameDone(f);
+  if (FetchAdd(f->refs, delta, Alone(f)) + delta == 0) FrameDone(f);
 }
 
 // Completes `f` and every frame that completes because of it, iteratively
@@ -634,7 +678,7 @@ void Worker::FrameDone(Frame* first) {
         parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
         FreeFrame(f);
         AddLive(-1);
-        if (FetchAdd(parent->refs, ready - 1, alone_) + ready - 1 == 0) todo.push_back(parent);
+        if (FetchAdd(parent->refs, ready - 1, Alone(parent)) + ready - 1 == 0) todo.push_back(parent);
         break;
       }
       case Frame::Kind::kIteration: {
@@ -660,6 +704,8 @@ Frame* Worker::CreateIteration(LoopState* loop, int64_t k) {
   f->kind = Frame::Kind::kIteration;
   f->parent = parent;
   f->loop = loop;
+  f->atomic_counts.store(true, std::memory_order_relaxed);
+  if (parent->shared.load(std::memory_order_relaxed)) MarkShared(f);
   f->run = run_;
   f->iteration = k;
   f->depth = parent->depth + 1;
@@ -704,7 +750,7 @@ void Worker::IterationDone(Frame* f, FrameList* release, LoopState** loop_releas
   }
   FreeFrame(f);
   AddLive(-1);
-  if (succ != nullptr && FetchAdd(succ->refs, -1, alone_) == 1) release->push_back(succ);
+  if (succ != nullptr && FetchAdd(succ->refs, -1, Alone(succ)) == 1) release->push_back(succ);
   if (chain_end) *loop_release = loop;
 }
 
@@ -737,7 +783,7 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
     if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
     s.dead = false;
     int32_t cur = state.load(std::memory_order_relaxed);
-    if (alone_) {
+    if (Alone(t)) {
       if (cur & kMergeFired) return false;
       state.store(cur | kMergeFired | (input << 16), std::memory_order_relaxed);
       return true;
@@ -750,7 +796,7 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
   }
   const int expected =
       dst.merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
-  const int32_t prev = FetchAdd(state, 1, alone_);
+  const int32_t prev = FetchAdd(state, 1, Alone(t));
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
 
@@ -761,7 +807,7 @@ inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value,
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   s.dead = dead;
   if (e.dst_mode == DstMode::kSingle) return true;
-  return FetchAdd(t->pending()[e.dst_index], -1, alone_) == 1;
+  return FetchAdd(t->pending()[e.dst_index], -1, Alone(t)) == 1;
 }
 
 bool Worker::DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead) {
@@ -802,7 +848,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
       const auto& range = n.return_edges_by_label[f->label];
       Frame* parent = f->parent;
       int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
-      if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, alone_);
+      if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, Alone(parent));
     }
   }
   Release(f, ready - 1);
@@ -947,13 +993,18 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
   }
   if (next != nullptr) {
     int ready = DeliverEdges(next, n.out().data(), n.out().data() + n.out().size(), outs, false);
-    if (ready > 0) FetchAdd(next->refs, ready, alone_);
+    if (ready > 0) FetchAdd(next->refs, ready, Alone(next));
   }
   Release(f, -1);
 }
 
 void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   ChildSlot& cs = f->children()[n.child_slot];
+  if (n.site_num_calls > 1 && !n.split_site && f->shared.load(std::memory_order_relaxed) &&
+      cs.child.load(std::memory_order_acquire) == nullptr) {
+    FireCallWhenComplete(f, n, outs, dead);
+    return;
+  }
   int self_ready = 0;
   Frame* child = nullptr;
   int child_ready = 0;
@@ -970,6 +1021,8 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       }
       fresh->label = n.label;
       fresh->slot_in_parent = n.child_slot;
+      // Another Call of the site may fire on another worker when f is shared.
+      if (n.site_num_calls > 1 && f->shared.load(std::memory_order_relaxed)) MarkShared(fresh);
       // One external reference until the site's last Call has arrived.
       fresh->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
       void* expected = nullptr;
@@ -981,6 +1034,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       } else {
         // Another argument's Call created the invocation first: this frame
         // never existed as far as the run is concerned.
+        if (fresh->shared.load(std::memory_order_relaxed)) --shared_frames_;
         FreeFrame(fresh);
         AddLive(-1);
         --frames_created_;
@@ -988,7 +1042,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         fresh = nullptr;
       }
       if (fresh != nullptr) {
-        FetchAdd(f->refs, 1, alone_);  // the invocation is a child of f
+        FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
         for (const auto& [merge, slot] : n.missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
       }
@@ -1004,7 +1058,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       // site's last Call has arrived it drops the invocation's external
       // reference, and on another worker the invocation could then finish,
       // and its frame be reused, while our ready nodes wait on our stack.
-      FetchAdd(child->refs, child_ready, alone_);
+      FetchAdd(child->refs, child_ready, Alone(child));
       child_ready = 0;
     }
   }
@@ -1023,7 +1077,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   int lives = dead ? 0 : 1;
   if (n.site_num_calls > 1) {
     if (dead) cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
-    uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), alone_);
+    uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
     last = static_cast<int32_t>((prev & 0xFFFF) + 1) == n.site_num_calls;
     lives += static_cast<int>(prev >> 16);
   }
@@ -1054,6 +1108,73 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       self_ready += ReturnDead(f, n);
     }
   }
+  Release(f, self_ready - 1);
+}
+
+// A Call of a site of several Calls in a shared frame: other workers may
+// fire the site's other Calls. Started at its first argument, as FireCall
+// does, the invocation would have to be shared, and so would every frame it
+// creates the same way: a whole recursion (tak, ack) on lock-prefixed
+// counters. Instead each argument waits in its Call's input slot and the
+// site's last Call creates the invocation with all of them, private to its
+// worker. Split sites (autodiff's forward part, whose results the other
+// part waits for) still start early in FireCall.
+void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  ChildSlot& cs = f->children()[n.child_slot];
+  if (dead) {
+    cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
+  } else if (n.num_data_inputs > 0) {
+    f->slots()[n.slot_base].value = std::move(outs[0].value);
+  }
+  int self_ready = 0;
+  const OutEdge* begin = n.out().data();
+  for (const OutEdge* e = begin + n.num_call_edges; e != begin + n.out().size(); ++e) {
+    if (DeliverEdge(f, *e, kNoValue, dead)) {  // control edges to the site's Returns
+      Push(f, e->dst);
+      ++self_ready;
+    }
+  }
+  // Release: this argument (or its deadness) is visible to the last Call.
+  const uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
+  if (static_cast<int32_t>((prev & 0xFFFF) + 1) != n.site_num_calls) {
+    Release(f, self_ready - 1);
+    return;
+  }
+  if ((prev >> 16) + (dead ? 0 : 1) == 0) {
+    // No argument is live: the Returns emit dead under our tag.
+    self_ready += ReturnDead(f, n);
+    Release(f, self_ready - 1);
+    return;
+  }
+  const ExecBlock& block = exe_->blocks[n.target_block];
+  Frame* child = NewFrame(block, Frame::Kind::kInvocation, f, n);
+  if (child == nullptr) {
+    Release(f, self_ready - 1);
+    return;
+  }
+  child->label = n.label;
+  child->slot_in_parent = n.child_slot;
+  child->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
+  cs.child.store(child, std::memory_order_release);
+  FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
+  for (int32_t src : block.sources) Push(child, src);
+  int child_ready = 0;
+  for (const auto& [merge, slot] : n.missing_arg_merges) child_ready += DeliverDead(child, merge, slot);
+  const uint64_t dead_calls = cs.dead_calls.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n.site_calls.size(); ++i) {
+    const ExecNode& call = exe_->nodes[n.site_calls[i]];
+    const bool arg_dead = (dead_calls >> i) & 1;
+    Tensor* arg = call.num_data_inputs > 0 && !arg_dead ? &f->slots()[call.slot_base].value : nullptr;
+    const OutEdge* edges = call.out().data();
+    for (const OutEdge* e = edges; e != edges + call.num_call_edges; ++e) {
+      if (DeliverEdge(child, *e, arg != nullptr ? *arg : kNoValue, arg_dead)) {
+        Push(child, e->dst);
+        ++child_ready;
+      }
+    }
+    if (arg != nullptr) *arg = Tensor();
+  }
+  Release(child, child_ready - 1);
   Release(f, self_ready - 1);
 }
 
@@ -1146,7 +1267,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   // not the last to arrive: a Call whose part completed still delivers its
   // dead arguments after announcing its arrival, and the invocation must
   // not complete (and its frame be reused) under those deliveries.
-  if (FetchAdd(cs.finished, 1, alone_) + 1 == static_cast<uint32_t>(n.site_calls.size())) {
+  if (FetchAdd(cs.finished, 1, Alone(f)) + 1 == static_cast<uint32_t>(n.site_calls.size())) {
     child = existing_child();
     if (child != nullptr) Release(child, -1);
   }
@@ -1174,6 +1295,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
     Release(f, -1);
     return;
   }
+  MarkShared(child);  // dynamic mode: every frame is (its root is)
   // Instantiate a fresh copy of the callee's body: the dynamic baseline pays
   // for materializing the graph on every call.
   auto* inst = new BodyInstance;
@@ -1541,7 +1663,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       f->loop->exit_live[n.io_index] = 1;
       Frame* parent = f->parent;
       int ready = DeliverEdges(parent, n.out().data(), n.out().data() + n.out().size(), out, false);
-      if (ready > 0) FetchAdd(parent->refs, ready, alone_);
+      if (ready > 0) FetchAdd(parent->refs, ready, Alone(parent));
       Release(f, -1);
       break;
     }
@@ -1625,6 +1747,11 @@ void Worker::Offer() {
   const size_t half = from.size() / 2;
   std::vector<ReadyItem> items(from.begin(), from.begin() + half);
   from.erase_front(half);
+  Frame* last = nullptr;
+  for (const ReadyItem& item : items) {
+    if (item.frame != last) Share(item.frame);
+    last = item.frame;
+  }
   // From here on another thread may touch our frames: real atomics.
   alone_ = false;
   run_->workers.fetch_add(1, std::memory_order_relaxed);
@@ -1743,6 +1870,8 @@ void Worker::Flush() {
   PublishLive();
   run_->frames_created.fetch_add(frames_created_, std::memory_order_relaxed);
   frames_created_ = 0;
+  run_->shared_frames.fetch_add(shared_frames_, std::memory_order_relaxed);
+  shared_frames_ = 0;
   int64_t md = run_->max_depth.load(std::memory_order_relaxed);
   while (max_depth_ > md && !run_->max_depth.compare_exchange_weak(md, max_depth_, std::memory_order_relaxed)) {
   }
@@ -1884,6 +2013,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   root->run = &run;
   root->refs.store(1 + static_cast<int64_t>(main.sources.size()), std::memory_order_relaxed);
   run.root = root;
+  if (exe_->mode == ExecutionMode::kDynamic) {
+    // Copied bodies are not covered by Worker::Share's walk: all frames shared.
+    root->shared.store(true, std::memory_order_relaxed);
+    root->atomic_counts.store(true, std::memory_order_relaxed);
+    run.shared_frames.store(1);
+  }
   run.live_frames.store(1);
   run.peak_live_frames.store(1);
   run.frames_created.store(1);
@@ -1976,6 +2111,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     s.max_tag_depth = run.max_depth.load();
     s.instantiations = run.instantiations.load();
     s.offers = run.offers_made.load();
+    s.shared_frames = run.shared_frames.load();
     s.elapsed = absl::FromChrono(std::chrono::steady_clock::now() - run.start);
     s.num_workers = run.num_workers;
     *stats = std::move(s);

@@ -87,6 +87,31 @@ TEST_P(StatsTest, OffersOnlyWithOtherWorkers) {
   }
 }
 
+TEST_P(StatsTest, OnlyFramesOtherWorkersCanReachAreShared) {
+  // Frames stay private to the worker that created them (plain counters)
+  // unless work in or below them is offered: alone, none is shared; with
+  // helpers, tak's invocations of three-argument sites start when their
+  // last argument arrives (FireCallWhenComplete), so sharing stays with the
+  // ancestors of offered work instead of spreading through the recursion.
+  SessionOptions o;
+  o.num_workers = GetParam();
+  auto s = MakeSession(reference::Tak(), o);
+  ASSERT_NE(s, nullptr);
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    RunStats stats;
+    EXPECT_EQ(RunResult(s.get(), {{"x", I(14)}, {"y", I(8)}, {"z", I(2)}}, &stats).scalar<int64_t>(),
+              reference::NativeTak(14, 8, 2));
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    if (stats.offers == 0) {
+      EXPECT_EQ(stats.shared_frames, 0);
+    } else {
+      EXPECT_GE(stats.shared_frames, 1);
+      EXPECT_LT(stats.shared_frames, stats.frames_created / 4)
+          << stats.offers << " offers, " << stats.frames_created << " frames";
+    }
+  }
+}
+
 TEST_P(StatsTest, FibFramesFollowTheCallTree) {
   for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
     SessionOptions o;

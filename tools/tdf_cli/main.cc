@@ -258,7 +258,10 @@ void PrintStats(const tdf::RunStats& stats) {
             << "  live after run   " << stats.live_frames_after_run << "\n"
             << "  max tag depth    " << stats.max_tag_depth << "\n";
   if (stats.instantiations > 0) std::cout << "  instantiations   " << stats.instantiations << "\n";
-  if (stats.num_workers > 1) std::cout << "  offers           " << stats.offers << "\n";
+  if (stats.num_workers > 1) {
+    std::cout << "  offers           " << stats.offers << "\n";
+    std::cout << "  shared frames    " << stats.shared_frames << "\n";
+  }
   if (!stats.firings_by_op.empty()) {
     std::cout << "  firings by op (live/dead):\n";
     for (const auto& [op, counts] : stats.firings_by_op) {
