@@ -1,6 +1,7 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <set>
@@ -195,6 +196,7 @@ class Compiler {
     int32_t slot = blk.num_child_slots++;
     blk.child_is_loop.push_back(is_loop ? 1 : 0);
     blk.child_fed_by_several.push_back(is_loop ? 1 : 0);
+    blk.child_site_calls.push_back(0);
     slots[key] = slot;
     return slot;
   }
@@ -402,6 +404,9 @@ class Compiler {
             for (size_t i = 0; i < n.site_calls.size(); ++i)
               if (part.count(nodes[n.site_calls[i]].def->name)) n.part_mask |= uint64_t{1} << i;
             n.split_site = static_cast<size_t>(__builtin_popcountll(n.part_mask)) < n.site_calls.size();
+            blk.child_site_calls[n.child_slot] =
+                n.split_site ? std::numeric_limits<int32_t>::max()
+                             : std::max(blk.child_site_calls[n.child_slot], n.site_num_calls);
             if (n.split_site) {
               std::vector<std::pair<int32_t, int32_t>> mine;
               for (const auto& rs : n.site_returns)

@@ -198,6 +198,9 @@ struct ExecBlock {
   // Enters, a call site's Calls), so a worker that fires any of them may
   // touch it: it is shared whenever its parent frame is.
   std::vector<uint8_t> child_fed_by_several;
+  // Per child slot of a call site: its Calls (a split site's parts arrive
+  // apart: the maximum int32, never complete).
+  std::vector<int32_t> child_site_calls;
   // Loops: Enter counts from the parent block and the Exit nodes.
   int32_t num_enters = 0;      // non-constant
   int32_t num_invariants = 0;  // constant Enters

@@ -179,14 +179,19 @@ constexpr int kAloneCheckInterval = 64;
 constexpr int64_t kLiveBatch = 32;
 // Whether an offered task was worth waking a worker and moving frames
 // between cores for. It must have run while other workers were busy too
-// (RunState::ChangeBusy), and either fired this many nodes...
-constexpr int64_t kWorthStealingFirings = 512;
+// (RunState::ChangeBusy), and either fired this many nodes (ack's thieves
+// fire 50-1000 nodes of eager argument work, and each offer shares a chain
+// of ancestor frames: judged worth it at 512, 2 workers ran ack 1.9x slower)...
+constexpr int64_t kWorthStealingFirings = 4096;
 // ...or run this long in heavy firings (a TreeRNN node: a few firings, one
 // of them a 300x150 MatMul), this long each on average. Time alone
 // overrates scalar work: a thief's firings run on cold frames, several
 // times slower than their owner's (ack: 100-250 ns each).
 constexpr std::chrono::microseconds kWorthStealing{20};
 constexpr std::chrono::microseconds kHeavyFiring{1};
+// Offers judged not worth it double the firings between offers up to this
+// (about 15 ms of scalar firings; at 2^16, ack(3,8) still offered ~460 times).
+constexpr int kMaxOfferInterval = 1 << 20;
 
 // A worker alone with the run's frames (a 1-worker run, or the root worker
 // while no offered task is unfinished) needs no lock prefix on its
@@ -631,8 +636,15 @@ void Worker::Share(Frame* f) {
       const ExecBlock& block = *g->block;
       for (int32_t slot = 0; slot < block.num_child_slots; ++slot) {
         if (!block.child_fed_by_several[slot]) continue;
-        void* child = g->children()[slot].child.load(std::memory_order_acquire);
+        ChildSlot& cs = g->children()[slot];
+        void* child = cs.child.load(std::memory_order_acquire);
         if (child == nullptr || child == kChildDone) continue;
+        // Once every Call of its site has fired, nothing more enters the
+        // invocation from g: it stays private (else ack's whole live
+        // recursion below an offered frame became shared).
+        if (!block.child_is_loop[slot] &&
+            static_cast<int32_t>(cs.arrivals.load(std::memory_order_acquire) & 0xFFFF) >= block.child_site_calls[slot])
+          continue;
         if (block.child_is_loop[slot]) {
           LoopState* loop = static_cast<LoopState*>(child);
           std::lock_guard<std::mutex> lock(loop->mu);
@@ -1779,7 +1791,7 @@ void Worker::Offer() {
     const bool worth = parallel && (w.fired() >= kWorthStealingFirings || heavy);
     int interval = run->offer_interval.load(std::memory_order_relaxed);
     if (!worth) {
-      run->offer_interval.store(std::min(interval * 2, 1 << 16), std::memory_order_relaxed);
+      run->offer_interval.store(std::min(interval * 2, kMaxOfferInterval), std::memory_order_relaxed);
     } else if (interval > 1) {
       run->offer_interval.store(interval / 2, std::memory_order_relaxed);
     }
