@@ -89,6 +89,7 @@ struct ReportOptions {
   std::string tdf_unavailable_reason;
   double rss_baseline_mb = kNaN;
   std::string csv_path, plot_path, json_path;
+  std::string machine;  // MachineLine: threads and core-to-core latency
 };
 
 // report.cc

@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "harness.h"
+#include "machine.h"
 #include "tbb_baseline.h"
 #include "tdf_runner.h"
 
@@ -454,6 +455,7 @@ int RealMain(int argc, char** argv) {
     }
   }
   const std::vector<int> workers = WorkerCounts(flags);
+  const double round_trip_start = CoreToCoreRoundTripNs();
   std::vector<Case> cases = PaperCases(flags.quick);
   for (Case& c : ScalingCases(flags.quick)) cases.push_back(std::move(c));
   for (const Case& c : cases) {
@@ -513,6 +515,7 @@ int RealMain(int argc, char** argv) {
   options.csv_path = flags.csv;
   options.plot_path = flags.plot;
   options.json_path = flags.json;
+  options.machine = MachineLine(round_trip_start, CoreToCoreRoundTripNs());
   PrintTable(state.results, options);
   bool files_ok = WriteCsv(state.results, options);
   files_ok = WritePlot(state.results, options) && files_ok;

@@ -197,7 +197,7 @@ void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& o) 
       "RunStats.firings. frames: RunStats.peak_live_frames (static 1w). compile: Session::Create (static 1w; not\n"
       "in the times). RSS (MB): %s\n"
       "paper st/dyn: seeds/002 table 1 (TensorFlow-based, their machine); vs p.*: paper time / our time.\n"
-      "Machine: %u hardware threads.\n",
+      "Machine: %s.\n",
       multi.empty() ? "Nw" : multi.c_str(),
       std::isnan(baseline)
           ? "not measured (--no-rss)."
@@ -205,7 +205,7 @@ void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& o) 
                          "graph building included; such a process starts at ",
                          Mb(baseline), " MB.")
                 .c_str(),
-      std::thread::hardware_concurrency());
+      o.machine.c_str());
   if (!o.tdf_available) std::printf("tdf cases NOT run: %s\n", o.tdf_unavailable_reason.c_str());
 }
 

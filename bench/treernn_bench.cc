@@ -47,6 +47,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "machine.h"
 #include "tdf/status.h"
 #include "treebank.h"
 #include "treernn.h"
@@ -184,6 +185,7 @@ struct State {
   std::vector<Case> cases;
   std::vector<Result> results;
   int failures = 0;
+  double round_trip_start_ns = 0;  // CoreToCoreRoundTripNs before the measurements
 };
 
 State* g = nullptr;
@@ -446,8 +448,8 @@ void PrintTable(const std::vector<int>& workers, const TreebankStats& train_stat
   std::printf("batch: B trees per Session::Run (recursion: B root calls; iteration: B While loops; unrolled: build +\n"
               "       differentiate + compile + run one graph per batch); native: Eigen, 1 thread\n");
   const int reps = g->flags.smoke ? 1 : g->flags.repetitions > 0 ? g->flags.repetitions : g->flags.quick ? 1 : 3;
-  std::printf("timing: median of %d measurement(s) per case; %u hardware threads\n\n", reps,
-              std::thread::hardware_concurrency());
+  std::printf("timing: median of %d measurement(s) per case; %s\n\n", reps,
+              tdf_bench::MachineLine(g->round_trip_start_ns, tdf_bench::CoreToCoreRoundTripNs()).c_str());
   std::string header = absl::StrFormat("%-10s %-10s", "mode", "impl");
   std::string sub = absl::StrFormat("%-10s %-10s", "", "");
   for (int b : g->flags.batch_sizes) {
@@ -630,6 +632,7 @@ int RealMain(int argc, char** argv) {
   int gb_argc = static_cast<int>(gb_argv.size());
   benchmark::Initialize(&gb_argc, gb_argv.data());
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
+  g->round_trip_start_ns = tdf_bench::CoreToCoreRoundTripNs();
   benchmark::RunSpecifiedBenchmarks();
 
   for (size_t i = 0; i < state.cases.size(); ++i)
