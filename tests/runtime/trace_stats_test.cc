@@ -112,6 +112,50 @@ TEST_P(StatsTest, OnlyFramesOtherWorkersCanReachAreShared) {
   }
 }
 
+TEST_P(StatsTest, PrivateFramesLoseNoCountUnderStealing) {
+  // Private frames count with plain loads and stores while other workers
+  // run; a frame another worker could still reach while counted that way
+  // would lose updates: a hang (caught by the deadline), a wrong answer, or
+  // frames and firings that differ from the 1-worker run. Programs whose
+  // call sites take several arguments (ack, tak) also take the path that
+  // creates an invocation at its last argument in shared frames.
+  struct Program {
+    Graph graph;
+    exec_test::Feeds feeds;
+    int64_t answer;
+  };
+  std::vector<Program> programs;
+  programs.push_back({reference::Ack(), {{"m", I(2)}, {"n", I(40)}}, reference::NativeAck(2, 40)});
+  programs.push_back({reference::Tak(), {{"x", I(14)}, {"y", I(8)}, {"z", I(2)}}, reference::NativeTak(14, 8, 2)});
+  programs.push_back({reference::Fib(), {{"n", I(17)}}, reference::NativeFib(17)});
+  for (Program& p : programs) {
+    SessionOptions one;
+    one.num_workers = 1;
+    auto alone = MakeSession(p.graph, one);
+    ASSERT_NE(alone, nullptr);
+    RunStats expected;
+    ASSERT_EQ(RunResult(alone.get(), p.feeds, &expected).scalar<int64_t>(), p.answer);
+    SessionOptions o;
+    o.num_workers = GetParam();
+    o.deadline = absl::Seconds(60);
+    auto s = MakeSession(p.graph, o);
+    ASSERT_NE(s, nullptr);
+    int64_t shared = 0;
+    for (int repeat = 0; repeat < 10; ++repeat) {
+      RunStats stats;
+      EXPECT_EQ(RunResult(s.get(), p.feeds, &stats).scalar<int64_t>(), p.answer);
+      EXPECT_EQ(stats.frames_created, expected.frames_created);
+      EXPECT_EQ(stats.live_firings, expected.live_firings);
+      EXPECT_EQ(stats.dead_firings, expected.dead_firings);
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      shared += stats.shared_frames;
+    }
+    // Each run starts offering at once (the interval starts at one firing),
+    // so with helpers some frames were shared: the test reached that path.
+    if (GetParam() > 1) EXPECT_GT(shared, 0) << p.answer;
+  }
+}
+
 TEST_P(StatsTest, FibFramesFollowTheCallTree) {
   for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
     SessionOptions o;
