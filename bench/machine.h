@@ -8,9 +8,10 @@ namespace tdf_bench {
 
 // Round trip of one cache line between two threads, in ns (the median of
 // three short bursts of ping-pong on an atomic; the threads are pinned to
-// CPUs 0 and 1 when the OS allows). NaN with fewer than two hardware
-// threads. On this project's 2-vCPU VM it moves between about 80 and 420 ns
-// over minutes as the host places the vCPUs, and multi-worker figures that
+// the first two CPUs the process may use). NaN when it may use fewer than
+// two, or when a burst overruns its 200 ms budget. On this project's 2-vCPU
+// VM it moves between about 80 and 420 ns over minutes as the host places
+// the vCPUs, and multi-worker figures that
 // communicate between workers (TreeRNN at 2 workers: ~3400 vs ~1800 trees/s)
 // move with it; a table records it so that its runs can be compared.
 double CoreToCoreRoundTripNs();
