@@ -40,6 +40,15 @@
 // loop no longer honours parallel_iterations (an invocation starts as soon as
 // its arguments arrive). Loops off the gradient path stay loops.
 //
+// A weight W that f only multiplies by (the right operand of a plain MatMul
+// x W, passed on unchanged to the same argument of f's recursive calls: the
+// shared matrix of a recursive network) gets its gradient sum_i x_i^T dy_i
+// as outer-product rows: f_ext returns the rows [x_i | dy_i] of its whole
+// subtree of invocations ([m, K + N], op OuterRowsConcat, compacted to
+// min(K, N) rows when longer), and the outermost caller forms the dense
+// [K, N] once (OuterRowsSum, one GEMM). A call then adds a few rows to its
+// caller's instead of summing dense [K, N] matrices per invocation.
+//
 // Integer and bool values get no gradient.
 #ifndef TDF_AUTODIFF_H_
 #define TDF_AUTODIFF_H_

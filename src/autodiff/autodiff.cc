@@ -147,6 +147,75 @@ void FuseMatMulSums(std::vector<NodeDef>& nodes, size_t first, const std::vector
   nodes = std::move(kept);
 }
 
+// The float arguments of f whose gradient can travel as outer-product rows
+// (OuterRowsConcat; the weight of a recursive network): every use of the
+// argument, through Switch and Identity, is the right operand of a plain
+// MatMul or the same argument of a call of f itself, and a MatMul uses it.
+// f_ext then returns, for such an argument W, the rows [x_i | dy_i] of the
+// products x_i W in its invocation and all the invocations below it, not
+// the dense [K, N] sum of x_i^T dy_i: a call adds its rows to its caller's
+// (a copy of a few rows) instead of summing two [K, N] matrices, and the
+// outermost caller forms the dense gradient once, in one GEMM
+// (OuterRowsSum). A gradient summed densely per invocation was most of the
+// backward time of a TreeRNN node.
+std::set<int> FactorableArgs(const FunctionDef& f) {
+  std::map<std::string, std::vector<std::pair<const NodeDef*, int>>> uses;  // output -> (consumer, input)
+  std::map<int64_t, std::string> args;
+  for (const NodeDef& n : f.node) {
+    if (n.op == "Arg") args[n.GetIntOr("index", -1)] = n.name;
+    for (int k = 0; k < n.num_data_inputs(); ++k) {
+      absl::StatusOr<InputRef> r = InputRef::Parse(n.input[k]);
+      if (r.ok()) uses[Key(r->node, r->port)].push_back({&n, k});
+    }
+  }
+  const FunctionSignature& sig = f.signature;
+  std::set<int> out;
+  for (const auto& [a, name] : args) {
+    if (a < 0 || a >= static_cast<int64_t>(sig.inputs.size()) || !IsFloat(sig.inputs[a].type)) continue;
+    std::set<std::string> stream{name};
+    std::vector<std::string> work{name};
+    std::vector<const NodeDef*> products;
+    bool ok = true;
+    auto follow = [&](const std::string& key) {
+      if (stream.insert(key).second) work.push_back(key);
+    };
+    while (ok && !work.empty()) {
+      const std::string key = work.back();
+      work.pop_back();
+      for (const auto& [c, k] : uses[key]) {
+        if (c->op == "Switch" && k == 0) {
+          follow(Key(c->name, 0));
+          follow(Key(c->name, 1));
+        } else if (c->op == "Identity") {
+          follow(Key(c->name, 0));
+        } else if (c->op == "MatMul" && k == 1 && c->num_data_inputs() == 2 &&
+                   !c->GetBoolOr("transpose_a", false) && !c->GetBoolOr("transpose_b", false)) {
+          products.push_back(c);
+        } else if (c->op == "Invoke" && k == a && c->FindAttr("partial_args") == nullptr &&
+                   c->GetString("function").value_or("") == sig.name) {
+          // passed on unchanged to the same argument of a recursive call
+        } else {
+          ok = false;
+          break;
+        }
+      }
+    }
+    for (const NodeDef* c : products) {
+      absl::StatusOr<InputRef> r = InputRef::Parse(c->input[0]);
+      ok = ok && r.ok() && stream.count(Key(r->node, r->port)) == 0;  // not W W
+    }
+    if (ok && !products.empty()) out.insert(static_cast<int>(a));
+  }
+  return out;
+}
+
+// An x of a scope whose gradient is kept as outer-product rows: argument
+// `arg` of the function whose extended function is `ext`.
+struct FactoredX {
+  int arg;
+  std::string ext;
+};
+
 class Differentiator {
  public:
   explicit Differentiator(Graph& graph) : graph_(graph) {}
@@ -158,13 +227,15 @@ class Differentiator {
                                                     const std::vector<std::string>& ys,
                                                     const std::vector<std::string>& seeds,
                                                     const std::vector<std::string>& xs,
-                                                    const std::vector<std::string>& dx_control);
+                                                    const std::vector<std::string>& dx_control,
+                                                    const std::map<std::string, FactoredX>& factored = {});
 
  private:
   absl::StatusOr<std::string> ExtOf(const std::string& fname);
 
   Graph& graph_;
-  std::map<std::string, std::string> ext_;  // f -> f_ext
+  std::map<std::string, std::string> ext_;            // f -> f_ext
+  std::map<std::string, std::set<int>> factored_;     // f_ext -> its arguments with row gradients
 };
 
 absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<NodeDef>& nodes,
@@ -172,7 +243,8 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
                                                                   const std::vector<std::string>& ys,
                                                                   const std::vector<std::string>& seeds,
                                                                   const std::vector<std::string>& xs,
-                                                                  const std::vector<std::string>& dx_control) {
+                                                                  const std::vector<std::string>& dx_control,
+                                                                  const std::map<std::string, FactoredX>& factored) {
   // While loops on the gradient path become tail-recursive functions first
   // (loop_lowering.h); the rest of this function then sees only calls.
   // Until none is left: a loop that fed only a dead end inside another loop
@@ -273,10 +345,48 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     std::string seed = k < seeds.size() && !seeds[k].empty() ? seeds[k] : e.Ones(y);
     grads[y].push_back(seed);
   }
+  // Outputs that carry a factored x unchanged (the x, and Switch and
+  // Identity outputs of it), each mapped to the x; their gradients are
+  // outer-product rows (FactorableArgs), collected in `rows`.
+  std::map<std::string, const FactoredX*> stream;
+  for (const auto& [x, fx] : factored) {
+    TDF_ASSIGN_OR_RETURN(std::string key, Canonical(x));
+    std::vector<std::string> work{key};
+    stream[key] = &fx;
+    while (!work.empty()) {
+      const std::string at = work.back();
+      work.pop_back();
+      TDF_ASSIGN_OR_RETURN(int p, node_of(at));
+      for (int c : consumers[p]) {
+        for (size_t k = 0; k < ins[c].size(); ++k) {
+          if (Key(ins[c][k].node, ins[c][k].port) != at) continue;
+          std::vector<std::string> outs;
+          if (nodes[c].op == "Switch" && k == 0) outs = {Key(nodes[c].name, 0), Key(nodes[c].name, 1)};
+          if (nodes[c].op == "Identity") outs = {Key(nodes[c].name, 0)};
+          for (const std::string& o : outs)
+            if (stream.emplace(o, &fx).second) work.push_back(o);
+        }
+      }
+    }
+  }
+  std::map<std::string, std::vector<std::string>> rows;
+  auto total_rows = [&](const std::string& key) {
+    auto it = rows.find(key);
+    if (it == rows.end() || it->second.empty()) return std::string();
+    if (it->second.size() > 1) {
+      std::vector<std::string> in{key};  // the weight itself, for its shape
+      in.insert(in.end(), it->second.begin(), it->second.end());
+      it->second = {e.Op("OuterRowsConcat", in)};
+    }
+    return it->second[0];
+  };
   auto add_grad = [&](int consumer, int input, const std::string& g) {
     if (g.empty()) return;
     const InputRef& r = ins[consumer][input];
     if (!fwd[index[r.node]]) return;
+    if (stream.count(Key(r.node, r.port)))
+      return e.Fail(NodeError(nodes[consumer], absl::StatusCode::kInternal,
+                              "a weight gradient kept as outer-product rows reached this op"));
     if (!IsFloat(e.TypeOf(Key(r.node, r.port)))) return;
     grads[Key(r.node, r.port)].push_back(g);
   };
@@ -297,6 +407,32 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     for (int p = 0; p < nout; ++p) {
       dys[p] = total(Key(node.name, p));
       any |= !dys[p].empty();
+    }
+    if (!stream.empty()) {
+      auto in_stream = [&](size_t k) { return k < ins[i].size() && stream.count(Key(ins[i][k].node, ins[i][k].port)); };
+      if ((node.op == "Switch" || node.op == "Identity") && in_stream(0)) {
+        const std::string in = Key(ins[i][0].node, ins[i][0].port);
+        if (node.op == "Identity") {
+          if (std::string r = total_rows(Key(node.name, 0)); !r.empty()) rows[in].push_back(r);
+          continue;
+        }
+        std::string r0 = total_rows(Key(node.name, 0)), r1 = total_rows(Key(node.name, 1));
+        if (r0.empty() && r1.empty()) continue;
+        // A branch that did not multiply by the weight adds no rows (an
+        // empty sum, live only when that branch ran).
+        if (r0.empty()) r0 = e.Op("OuterRowsConcat", {Key(node.name, 0)});
+        if (r1.empty()) r1 = e.Op("OuterRowsConcat", {Key(node.name, 1)});
+        rows[in].push_back(e.Op("Merge", {r0, r1}, {{"T", e.TypeOf(r0)}}));
+        continue;
+      }
+      if (node.op == "MatMul" && in_stream(1)) {
+        if (dys[0].empty()) continue;
+        const std::string a = Key(ins[i][0].node, ins[i][0].port), w = Key(ins[i][1].node, ins[i][1].port);
+        add_grad(i, 0, e.Op("MatMul", {dys[0], w}, {{"transpose_a", false}, {"transpose_b", true}}));
+        rows[w].push_back(e.Op("Concat", {a, dys[0]}, {{"axis", int64_t{1}}}));  // the row [a | dy]
+        TDF_RETURN_IF_ERROR(e.status());
+        continue;
+      }
     }
     // An x with no x upstream (a Placeholder, a Read) ends the backward walk.
     bool from_x = false;
@@ -352,7 +488,22 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
       std::vector<std::string> control;
       for (size_t k = node.num_data_inputs(); k < node.input.size(); ++k) control.push_back(node.input[k].substr(1));
       std::string back = e.Op("Invoke", dy_in, attrs, control);
-      for (size_t k = 0; k < fin.size(); ++k) add_grad(i, fin[k], Key(back, static_cast<int>(k)));
+      auto callee_rows = factored_.find(ext);
+      for (size_t k = 0; k < fin.size(); ++k) {
+        const std::string dx = Key(back, static_cast<int>(k));
+        if (callee_rows == factored_.end() || callee_rows->second.count(fin[k]) == 0) {
+          add_grad(i, fin[k], dx);
+          continue;
+        }
+        // g_ext returns this argument's gradient as outer-product rows.
+        const std::string w = Key(ins[i][fin[k]].node, ins[i][fin[k]].port);
+        auto s = stream.find(w);
+        if (s != stream.end() && s->second->arg == fin[k] && s->second->ext == ext) {
+          rows[w].push_back(dx);  // a recursive call's rows join this invocation's
+        } else if (fwd[index[ins[i][fin[k]].node]]) {
+          add_grad(i, fin[k], e.Op("OuterRowsSum", {dx, w}));  // the outermost call forms the sum
+        }
+      }
     } else {
       const autodiff::GradFn* fn = autodiff::FindGradient(node.op);
       if (fn == nullptr)
@@ -379,8 +530,14 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
   std::vector<std::string> out;
   for (const std::string& x : xs) {
     TDF_ASSIGN_OR_RETURN(std::string key, Canonical(x));
-    std::string g = total(key);
-    if (g.empty()) g = e.Op("ZerosLike", {key}, {}, dx_control);
+    std::string g;
+    if (stream.count(key)) {
+      g = total_rows(key);
+      if (g.empty()) g = e.Op("OuterRowsConcat", {key}, {}, dx_control);
+    } else {
+      g = total(key);
+      if (g.empty()) g = e.Op("ZerosLike", {key}, {}, dx_control);
+    }
     out.push_back(g);
   }
   TDF_RETURN_IF_ERROR(e.status());
@@ -409,6 +566,8 @@ absl::StatusOr<std::string> Differentiator::ExtOf(const std::string& fname) {
   for (int a : fin) esig.outputs.push_back({absl::StrCat("d_", sig.inputs[a].name), sig.inputs[a].type});
   TDF_RETURN_IF_ERROR(graph_.library.Declare(esig));
   ext_[fname] = ext;
+  const std::set<int> row_args = FactorableArgs(f);
+  factored_[ext] = row_args;
 
   std::vector<NodeDef> body = f.node;
   std::set<std::string> names;
@@ -444,8 +603,12 @@ absl::StatusOr<std::string> Differentiator::ExtOf(const std::string& fname) {
     seeds.push_back(arg.name);
     body.push_back(std::move(arg));
   }
-  for (int a : fin) xs.push_back(arg_node[a]);
-  absl::StatusOr<std::vector<std::string>> dx = Backprop(body, "", ys, seeds, xs, seeds);
+  std::map<std::string, FactoredX> factored;
+  for (int a : fin) {
+    xs.push_back(arg_node[a]);
+    if (row_args.count(a)) factored[arg_node[a]] = FactoredX{a, ext};
+  }
+  absl::StatusOr<std::vector<std::string>> dx = Backprop(body, "", ys, seeds, xs, seeds, factored);
   if (!dx.ok())
     return absl::Status(dx.status().code(), absl::StrCat("in function '", fname, "': ", dx.status().message()));
   for (size_t k = 0; k < fin.size(); ++k) {

@@ -388,6 +388,12 @@ void RegisterTensorOps(OpRegistry& r) {
              .Attr("transpose_b", "bool", false).SameTypeFloat()
              .Doc("(a, b, addends...): MatMul(a, b) plus the addends (each of the product's shape) in one pass; "
                   "autodiff fuses a gradient's sum of a MatMul and other terms into it."));
+  // A weight's gradient as outer-product rows (autodiff of recursive functions; kernels in matmul.cc).
+  Add(r, OpSchema("OuterRowsConcat").InputsRange(1, -1).SameTypeFloat()
+             .Doc("(w [K, N], rows...) -> [m, K + N]: the rows [x_i | g_i] of every input, standing for the sum "
+                  "of x_i^T g_i (compacted to min(K, N) rows when longer); with no rows, the empty sum."));
+  Add(r, OpSchema("OuterRowsSum").Inputs(2).SameTypeFloat()
+             .Doc("(rows [m, K + N], w [K, N]) -> [K, N]: the sum of x_i^T g_i over the rows [x_i | g_i]."));
   for (const char* op : {"Sum", "Mean", "Max"})
     Add(r, OpSchema(op).Inputs(1).Attr("axes", "list(int)", false).Attr("keep_dims", "bool", false)
                .SameTypeNumeric().Doc("Reduces over `axes` (all axes when absent)."));

@@ -1,6 +1,7 @@
 // Gradients of every differentiable op against central finite differences
 // (float64).
 #include <functional>
+#include <map>
 #include <random>
 
 #include "autodiff_test_util.h"
@@ -104,9 +105,11 @@ TEST(OpGradients, MatMulAddAllTransposes) {
 }
 
 // A weight used by a MatMul in every call of a recursive function: its
-// gradient sums x^T dy with the recursive calls' gradients, which AddGradients
-// emits as one MatMulAdd per level (no separate product + AddN).
-TEST(OpGradients, RecursiveWeightGradientIsFused) {
+// gradient sum_i x_i^T dy_i travels up the recursion as outer-product rows
+// [x_i | dy_i] (no dense [K, N] product or sum per level), compacted to
+// min(K, N) = 3 rows once longer (n = 5, 12), and the outermost call forms
+// the dense gradient once.
+TEST(OpGradients, RecursiveWeightGradientIsOuterProductRows) {
   // f(i, h, W) = i == 0 ? h : f(i - 1, tanh(h W), W); loss = sum(f(n, h0, W) * c).
   GraphBuilder b;
   absl::Status s = b.DefineFunction(
@@ -129,10 +132,15 @@ TEST(OpGradients, RecursiveWeightGradientIsFused) {
   ASSERT_TRUE(AddGradients(grad, {"loss"}, {"h", "W"}).ok());
   const FunctionDef* ext = grad.library.Find("f_ext");
   ASSERT_NE(ext, nullptr);
-  int fused = 0;
-  for (const NodeDef& n : ext->node) fused += n.op == "MatMulAdd";
-  EXPECT_EQ(fused, 1);
-  for (int64_t n : {0, 1, 5}) {
+  std::map<std::string, int> ops;
+  for (const NodeDef& n : ext->node) ++ops[n.op];
+  EXPECT_EQ(ops["MatMulAdd"], 0);
+  EXPECT_EQ(ops["MatMul"], 2);  // forward h W, backward dy W^T: no x^T dy
+  EXPECT_EQ(ops["OuterRowsConcat"], 2);  // the rows of this call and the recursive one; the empty sum
+  int sums = 0;
+  for (const NodeDef& n : grad.node) sums += n.op == "OuterRowsSum";
+  EXPECT_EQ(sums, 1);
+  for (int64_t n : {0, 1, 3, 5, 12}) {
     auto r = CheckGradients(*g, "loss", {"h", "W"},
                             {{"h", Random(Shape({1, 3}), 5)}, {"W", Random(Shape({3, 3}), 6, -0.9, 0.9)},
                              {"n", Tensor::Scalar<int64_t>(n)}});

@@ -3,6 +3,9 @@
 // MatMulAdd, the product plus addends. Tensors are row-major, so they are
 // viewed as row-major Eigen maps; Eigen picks a blocked, vectorized GEMM.
 // Large products are split among the run's idle workers (kernels::ParallelFor).
+#include <algorithm>
+#include <cstring>
+
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
@@ -162,11 +165,156 @@ class MatMulKernel final : public OpKernel {
   const bool with_addends_;
 };
 
+// ---- Outer-product rows ----
+// A sum of outer products sum_i x_i^T g_i (x_i [r_i, K], g_i [r_i, N]), the
+// gradient of a weight W [K, N] that every invocation of a recursive function
+// multiplies by (autodiff.cc), kept as the rows [x_i | g_i] of one
+// [m, K + N] tensor: summing two such sums is concatenating rows, instead of
+// a pass over a dense [K, N] per invocation. A sum of more than min(K, N)
+// rows is compacted to min(K, N) rows (the dense sum's columns, or rows,
+// against unit vectors), so its size stays bounded however deep the
+// recursion goes.
+
+// Checks that `like` is a rank-2 [K, N] of a floating dtype and that `rows`
+// is [m, K + N] of the same dtype.
+absl::Status CheckWeight(const Tensor& like, const char* op) {
+  if (!IsFloating(like.dtype())) return kernels::UnsupportedDTypeError(op, like.dtype());
+  if (like.rank() != 2)
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the weight must have rank 2, got ", like.shape().DebugString()));
+  return absl::OkStatus();
+}
+absl::Status CheckOuterRows(const Tensor& rows, const Tensor& like, const char* op) {
+  TDF_RETURN_IF_ERROR(CheckWeight(like, op));
+  if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
+  const int64_t width = like.shape().dim(0) + like.shape().dim(1);
+  if (rows.rank() != 2 || rows.shape().dim(1) != width)
+    return absl::InvalidArgumentError(absl::StrCat(op, ": outer-product rows for a weight of shape ",
+                                                   like.shape().DebugString(), " must be [m, ", width,
+                                                   "], got ", rows.shape().DebugString()));
+  return absl::OkStatus();
+}
+
+// dense [K, N] = sum over the pieces' rows of x^T g (dense overwritten).
+template <typename T>
+void AccumulateOuterRows(absl::Span<const Tensor* const> pieces, int64_t K, int64_t N, T* dense) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Mat> d(dense, K, N);
+  d.setZero();
+  int64_t m = 0;
+  for (const Tensor* p : pieces) m += p->shape().dim(0);
+  if (m == 0 || K == 0 || N == 0) return;
+  // Split over blocks of the result's rows (K) when large enough to share.
+  const double cost = static_cast<double>(K) * static_cast<double>(N) * static_cast<double>(m);
+  kernels::ParallelFor(K, cost, [&](int64_t begin, int64_t end) {
+    for (const Tensor* p : pieces) {
+      const int64_t r = p->shape().dim(0);
+      if (r == 0) continue;
+      Eigen::Map<const Mat> rows(p->data<T>(), r, K + N);
+      d.middleRows(begin, end - begin).noalias() +=
+          rows.middleCols(begin, end - begin).transpose() * rows.rightCols(N);
+    }
+  });
+}
+
+// OuterRowsConcat(like [K, N], rows_0, ..., rows_{n-1}): the rows of all
+// inputs (a sum of their sums), compacted when more than min(K, N). With no
+// rows inputs: the empty sum, [0, K + N].
+class OuterRowsConcatKernel final : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    return kernels::CreateSimple<OuterRowsConcatKernel>(node);
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    const int n = ctx.num_inputs();
+    if (n < 1) return kernels::MinArityError(1, n);
+    TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    const Tensor& like = ctx.input(0);
+    TDF_RETURN_IF_ERROR(CheckWeight(like, "OuterRowsConcat"));
+    absl::InlinedVector<const Tensor*, 4> pieces;
+    int64_t m = 0;
+    for (int i = 1; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      TDF_RETURN_IF_ERROR(CheckOuterRows(t, like, "OuterRowsConcat"));
+      m += t.shape().dim(0);
+      if (t.shape().dim(0) > 0) pieces.push_back(&t);
+    }
+    const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
+    const int64_t cap = std::min(K, N);
+    if (pieces.size() == 1 && m <= cap) {
+      ctx.set_output(0, *pieces[0]);  // one non-empty sum: shared, not copied
+      return absl::OkStatus();
+    }
+    const int64_t out_rows = m <= cap ? m : cap;
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), Shape({out_rows, K + N})));
+    if (m <= cap) {
+      char* dst = static_cast<char*>(out.raw_mutable_data());
+      for (const Tensor* p : pieces) {
+        const size_t bytes = static_cast<size_t>(p->num_elements()) * DTypeSize(p->dtype());
+        std::memcpy(dst, p->raw_data(), bytes);
+        dst += bytes;
+      }
+    } else if (like.dtype() == DType::kFloat32) {
+      Compact<float>(pieces, K, N, out);
+    } else {
+      Compact<double>(pieces, K, N, out);
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  // The dense sum D [K, N] as min(K, N) rows: [D[:, j] | e_j] per column j
+  // when N <= K, else [e_i | D[i, :]] per row i.
+  template <typename T>
+  static void Compact(absl::Span<const Tensor* const> pieces, int64_t K, int64_t N, Tensor& out) {
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Mat dense(K, N);
+    AccumulateOuterRows<T>(pieces, K, N, dense.data());
+    Eigen::Map<Mat> o(out.mutable_data<T>(), std::min(K, N), K + N);
+    if (N <= K) {
+      o.leftCols(K) = dense.transpose();
+      o.rightCols(N).setIdentity();
+    } else {
+      o.leftCols(K).setIdentity();
+      o.rightCols(N) = dense;
+    }
+  }
+};
+
+// OuterRowsSum(rows [m, K + N], like [K, N]) -> [K, N]: the dense sum.
+class OuterRowsSumKernel final : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    return kernels::CreateSimple<OuterRowsSumKernel>(node);
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
+    const Tensor& rows = ctx.input(0);
+    const Tensor& like = ctx.input(1);
+    TDF_RETURN_IF_ERROR(CheckOuterRows(rows, like, "OuterRowsSum"));
+    const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), like.shape()));
+    const Tensor* pieces[] = {&rows};
+    if (like.dtype() == DType::kFloat32) {
+      AccumulateOuterRows<float>(pieces, K, N, out.mutable_data<float>());
+    } else {
+      AccumulateOuterRows<double>(pieces, K, N, out.mutable_data<double>());
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+};
+
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& r) {
   kernels::RegisterCpu<MatMulKernel>(r, "MatMul");
   kernels::RegisterCpu<MatMulKernel>(r, "MatMulAdd");
+  kernels::RegisterCpu<OuterRowsConcatKernel>(r, "OuterRowsConcat");
+  kernels::RegisterCpu<OuterRowsSumKernel>(r, "OuterRowsSum");
 }
 
 }  // namespace tdf
