@@ -148,6 +148,44 @@ TEST(OpGradients, RecursiveWeightGradientIsOuterProductRows) {
   }
 }
 
+// The rows form needs every use of W to be a product x W or the recursive
+// call's W: used elementwise as well, or transposed, W gets the dense sum
+// (MatMulAdd per level), and the gradients are right either way.
+TEST(OpGradients, WeightUsedOtherwiseGetsDenseGradient) {
+  for (int variant : {0, 1}) {
+    GraphBuilder b;
+    absl::Status s = b.DefineFunction(
+        {"f", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+        [variant](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+          return f.Cond(
+              f.Equal(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{a[1]}; },
+              [&] {
+                Output hw = variant == 0 ? f.Add(f.MatMul(a[1], a[2]), f.Sum(a[2]))
+                                         : f.MatMul(a[1], a[2], /*transpose_a=*/false, /*transpose_b=*/true);
+                return std::vector<Output>{f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), f.Tanh(hw), a[2]})[0]};
+              });
+        });
+    ASSERT_TRUE(s.ok()) << s;
+    Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
+    Output y = b.Call("f", {b.Placeholder("n", DType::kInt64), h, W})[0];
+    b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 9)))), "loss");
+    auto g = b.Build();
+    ASSERT_TRUE(g.ok()) << g.status();
+    Graph grad = *g;
+    ASSERT_TRUE(AddGradients(grad, {"loss"}, {"h", "W"}).ok());
+    std::map<std::string, int> ops;
+    for (const NodeDef& n : grad.library.Find("f_ext")->node) ++ops[n.op];
+    EXPECT_EQ(ops["OuterRowsConcat"], 0) << "variant " << variant;
+    EXPECT_EQ(ops["MatMulAdd"], 1) << "variant " << variant;
+    for (int64_t n : {0, 1, 4}) {
+      auto r = CheckGradients(*g, "loss", {"h", "W"},
+                              {{"h", Random(Shape({1, 3}), 5)}, {"W", Random(Shape({3, 3}), 6, -0.5, 0.5)},
+                               {"n", Tensor::Scalar<int64_t>(n)}});
+      EXPECT_TRUE(r.ok()) << "variant " << variant << " n=" << n << ": " << r.status();
+    }
+  }
+}
+
 TEST(OpGradients, Reductions) {
   const Shape s({2, 3, 4});
   for (const char* op : {"Sum", "Mean"}) {

@@ -152,6 +152,71 @@ TEST(MatMulAddKernel, SkipsSharedZerosAndChecksAddends) {
   EXPECT_EQ(RunError("MatMulAdd", {a}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Rows [x | g] for a weight of shape [K, N]: r rows of K + N values.
+Tensor OuterRows(int64_t r, int64_t K, int64_t N, int seed) { return F64(Random(r * (K + N), seed), {r, K + N}); }
+
+// sum over the rows of x^T g, by the definition.
+std::vector<double> NaiveOuterSum(const std::vector<Tensor>& pieces, int64_t K, int64_t N) {
+  std::vector<double> d(K * N, 0.0);
+  for (const Tensor& p : pieces) {
+    std::vector<double> v = Values<double>(p);
+    for (int64_t r = 0; r < p.shape().dim(0); ++r)
+      for (int64_t i = 0; i < K; ++i)
+        for (int64_t j = 0; j < N; ++j) d[i * N + j] += v[r * (K + N) + i] * v[r * (K + N) + K + j];
+  }
+  return d;
+}
+
+// OuterRowsConcat keeps rows while there are at most min(K, N), then
+// compacts them to min(K, N) rows with the same sum, for tall and wide
+// weights; OuterRowsSum forms the dense sum, split among 1 to 3 workers.
+TEST(OuterRowsKernels, ConcatCompactsAndSumMatchesNaiveLoops) {
+  const int64_t shapes[][2] = {{7, 4}, {4, 7}, {5, 5}, {300, 150}};
+  for (int workers : {1, 2, 3}) {
+    tbb::task_arena arena(workers);
+    for (const auto& kn : shapes) {
+      const int64_t K = kn[0], N = kn[1], cap = std::min(K, N);
+      Tensor w = F64(Random(K * N, 1), {K, N});
+      for (int64_t r0 : {int64_t{0}, int64_t{1}, cap - 1, cap, 2 * cap + 1}) {
+        std::vector<Tensor> pieces = {OuterRows(r0, K, N, 2), OuterRows(1, K, N, 3)};
+        const std::vector<double> want = NaiveOuterSum(pieces, K, N);
+        const std::string where = absl::StrCat("workers=", workers, " K=", K, " N=", N, " rows=", r0 + 1);
+        Tensor rows, sum;
+        arena.execute([&] {
+          rows = Run1("OuterRowsConcat", {w, pieces[0], pieces[1]});
+          sum = Run1("OuterRowsSum", {rows, w});
+        });
+        EXPECT_EQ(rows.shape(), Shape({std::min(r0 + 1, cap), K + N})) << where;
+        if (r0 + 1 <= cap) {  // kept as they were, in order
+          std::vector<double> joined = Values<double>(pieces[0]), last = Values<double>(pieces[1]);
+          joined.insert(joined.end(), last.begin(), last.end());
+          EXPECT_TRUE(TensorEq(rows, F64(joined, {r0 + 1, K + N}))) << where;
+        }
+        EXPECT_TRUE(TensorNear(sum, F64(want, {K, N}), 1e-11)) << where;
+      }
+    }
+  }
+}
+
+TEST(OuterRowsKernels, EmptySumsSharingAndErrors) {
+  Tensor w = F32(std::vector<float>(6, 1.0f), {2, 3});
+  // The empty sum: no rows; its dense form is zeros.
+  Tensor empty = Run1("OuterRowsConcat", {w});
+  EXPECT_EQ(empty.shape(), Shape({0, 5}));
+  EXPECT_TRUE(TensorEq(Run1("OuterRowsSum", {empty, w}), F32(std::vector<float>(6, 0.0f), {2, 3})));
+  // One non-empty input with empty ones beside it comes out as it is.
+  Tensor one = F32({1, 2, 3, 4, 5}, {1, 5});
+  EXPECT_TRUE(TensorEq(Run1("OuterRowsConcat", {w, empty, one, empty}), one));
+  EXPECT_TRUE(TensorEq(Run1("OuterRowsSum", {one, w}), F32({3, 4, 5, 6, 8, 10}, {2, 3})));
+  absl::Status width = RunError("OuterRowsConcat", {w, F32({1, 2, 3, 4}, {1, 4})});
+  EXPECT_EQ(width.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(width.message(), HasSubstr("must be [m, 5], got [1,4]"));
+  EXPECT_THAT(RunError("OuterRowsSum", {one, F32({1, 2}, {2})}).message(), HasSubstr("rank 2"));
+  EXPECT_EQ(RunError("OuterRowsSum", {F64({1, 2, 3, 4, 5}, {1, 5}), w}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("OuterRowsConcat", {I64({1, 2}, {1, 2})}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("OuterRowsConcat", {}).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(MatMulKernel, Float32) {
   Tensor out = Run1("MatMul", {F32({1, 2, 3, 4}, {2, 2}), F32({5, 6, 7, 8}, {2, 2})});
   EXPECT_TRUE(TensorEq(out, F32({19, 22, 43, 50}, {2, 2})));
