@@ -147,18 +147,35 @@ void FuseMatMulSums(std::vector<NodeDef>& nodes, size_t first, const std::vector
   nodes = std::move(kept);
 }
 
-// The float arguments of f whose gradient can travel as outer-product rows
-// (OuterRowsConcat; the weight of a recursive network): every use of the
-// argument, through Switch and Identity, is the right operand of a plain
-// MatMul or the same argument of a call of f itself, and a MatMul uses it.
-// f_ext then returns, for such an argument W, the rows [x_i | dy_i] of the
-// products x_i W in its invocation and all the invocations below it, not
-// the dense [K, N] sum of x_i^T dy_i: a call adds its rows to its caller's
-// (a copy of a few rows) instead of summing two [K, N] matrices, and the
-// outermost caller forms the dense gradient once, in one GEMM
-// (OuterRowsSum). A gradient summed densely per invocation was most of the
-// backward time of a TreeRNN node.
-std::set<int> FactorableArgs(const FunctionDef& f) {
+// How the gradient of a recursion-invariant argument travels up the
+// recursion (FactorableArgs).
+enum class RowsKind {
+  // W [K, N] used as x W: the rows [x_i | dy_i] of its products, standing
+  // for sum_i x_i^T dy_i (OuterRowsConcat / OuterRowsSum).
+  kOuter,
+  // P [R, ...] read by Gather(P, idx) along axis 0: the rows [idx | dy row]
+  // of its reads, standing for their scatter-add into zeros of P's shape
+  // (IndexedRows / IndexedRowsConcat / IndexedRowsSum).
+  kIndexed,
+};
+
+// Ops of a RowsKind: the empty or concatenated sum, and the dense sum.
+const char* ConcatOp(RowsKind k) { return k == RowsKind::kOuter ? "OuterRowsConcat" : "IndexedRowsConcat"; }
+const char* DenseOp(RowsKind k) { return k == RowsKind::kOuter ? "OuterRowsSum" : "IndexedRowsSum"; }
+
+// The float arguments of f whose gradient can travel as rows: every use of
+// the argument, through Switch and Identity, is the same argument of a call
+// of f itself or one kind of read: the right operand of a plain MatMul (a
+// recursive network's weight), or the params of a Gather along axis 0 (a
+// table of states or embeddings the recursion reads rows of). f_ext then
+// returns, for such an argument, the rows of its reads in its invocation and
+// all the invocations below it, not a dense gradient of the argument's
+// shape: a call adds its rows to its caller's (a copy of a few rows) instead
+// of summing two dense gradients, and the outermost caller forms the dense
+// gradient once (one GEMM, one scatter). Summed densely per invocation, the
+// weight's gradient was most of the backward time of a TreeRNN node, and a
+// table's gradient costs the whole table per invocation.
+std::map<int, RowsKind> FactorableArgs(const FunctionDef& f) {
   std::map<std::string, std::vector<std::pair<const NodeDef*, int>>> uses;  // output -> (consumer, input)
   std::map<int64_t, std::string> args;
   for (const NodeDef& n : f.node) {
@@ -169,12 +186,12 @@ std::set<int> FactorableArgs(const FunctionDef& f) {
     }
   }
   const FunctionSignature& sig = f.signature;
-  std::set<int> out;
+  std::map<int, RowsKind> out;
   for (const auto& [a, name] : args) {
     if (a < 0 || a >= static_cast<int64_t>(sig.inputs.size()) || !IsFloat(sig.inputs[a].type)) continue;
     std::set<std::string> stream{name};
     std::vector<std::string> work{name};
-    std::vector<const NodeDef*> products;
+    std::vector<const NodeDef*> products, gathers;
     bool ok = true;
     auto follow = [&](const std::string& key) {
       if (stream.insert(key).second) work.push_back(key);
@@ -191,6 +208,8 @@ std::set<int> FactorableArgs(const FunctionDef& f) {
         } else if (c->op == "MatMul" && k == 1 && c->num_data_inputs() == 2 &&
                    !c->GetBoolOr("transpose_a", false) && !c->GetBoolOr("transpose_b", false)) {
           products.push_back(c);
+        } else if (c->op == "Gather" && k == 0 && c->num_data_inputs() == 2 && c->GetIntOr("axis", 0) == 0) {
+          gathers.push_back(c);
         } else if (c->op == "Invoke" && k == a && c->FindAttr("partial_args") == nullptr &&
                    c->GetString("function").value_or("") == sig.name) {
           // passed on unchanged to the same argument of a recursive call
@@ -204,16 +223,18 @@ std::set<int> FactorableArgs(const FunctionDef& f) {
       absl::StatusOr<InputRef> r = InputRef::Parse(c->input[0]);
       ok = ok && r.ok() && stream.count(Key(r->node, r->port)) == 0;  // not W W
     }
-    if (ok && !products.empty()) out.insert(static_cast<int>(a));
+    if (!ok || products.empty() == gathers.empty()) continue;  // no read, or two kinds
+    out[static_cast<int>(a)] = products.empty() ? RowsKind::kIndexed : RowsKind::kOuter;
   }
   return out;
 }
 
-// An x of a scope whose gradient is kept as outer-product rows: argument
-// `arg` of the function whose extended function is `ext`.
+// An x of a scope whose gradient is kept as rows: argument `arg` of the
+// function whose extended function is `ext`.
 struct FactoredX {
   int arg;
   std::string ext;
+  RowsKind kind;
 };
 
 class Differentiator {
@@ -235,7 +256,7 @@ class Differentiator {
 
   Graph& graph_;
   std::map<std::string, std::string> ext_;            // f -> f_ext
-  std::map<std::string, std::set<int>> factored_;     // f_ext -> its arguments with row gradients
+  std::map<std::string, std::map<int, RowsKind>> factored_;  // f_ext -> its arguments with row gradients
 };
 
 absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<NodeDef>& nodes,
@@ -347,7 +368,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
   }
   // Outputs that carry a factored x unchanged (the x, and Switch and
   // Identity outputs of it), each mapped to the x; their gradients are
-  // outer-product rows (FactorableArgs), collected in `rows`.
+  // rows (FactorableArgs: outer-product or indexed), collected in `rows`.
   std::map<std::string, const FactoredX*> stream;
   for (const auto& [x, fx] : factored) {
     TDF_ASSIGN_OR_RETURN(std::string key, Canonical(x));
@@ -376,7 +397,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     if (it->second.size() > 1) {
       std::vector<std::string> in{key};  // the weight itself, for its shape
       in.insert(in.end(), it->second.begin(), it->second.end());
-      it->second = {e.Op("OuterRowsConcat", in)};
+      it->second = {e.Op(ConcatOp(stream.at(key)->kind), in)};
     }
     return it->second[0];
   };
@@ -386,7 +407,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     if (!fwd[index[r.node]]) return;
     if (stream.count(Key(r.node, r.port)))
       return e.Fail(NodeError(nodes[consumer], absl::StatusCode::kInternal,
-                              "a weight gradient kept as outer-product rows reached this op"));
+                              "a gradient kept as rows (outer-product or indexed) reached this op"));
     if (!IsFloat(e.TypeOf(Key(r.node, r.port)))) return;
     grads[Key(r.node, r.port)].push_back(g);
   };
@@ -420,8 +441,9 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
         if (r0.empty() && r1.empty()) continue;
         // A branch that did not multiply by the weight adds no rows (an
         // empty sum, live only when that branch ran).
-        if (r0.empty()) r0 = e.Op("OuterRowsConcat", {Key(node.name, 0)});
-        if (r1.empty()) r1 = e.Op("OuterRowsConcat", {Key(node.name, 1)});
+        const char* empty = ConcatOp(stream.at(in)->kind);
+        if (r0.empty()) r0 = e.Op(empty, {Key(node.name, 0)});
+        if (r1.empty()) r1 = e.Op(empty, {Key(node.name, 1)});
         rows[in].push_back(e.Op("Merge", {r0, r1}, {{"T", e.TypeOf(r0)}}));
         continue;
       }
@@ -430,6 +452,13 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
         const std::string a = Key(ins[i][0].node, ins[i][0].port), w = Key(ins[i][1].node, ins[i][1].port);
         add_grad(i, 0, e.Op("MatMul", {dys[0], w}, {{"transpose_a", false}, {"transpose_b", true}}));
         rows[w].push_back(e.Op("Concat", {a, dys[0]}, {{"axis", int64_t{1}}}));  // the row [a | dy]
+        TDF_RETURN_IF_ERROR(e.status());
+        continue;
+      }
+      if (node.op == "Gather" && in_stream(0)) {
+        if (dys[0].empty()) continue;
+        const std::string p = Key(ins[i][0].node, ins[i][0].port);
+        rows[p].push_back(e.Op("IndexedRows", {p, Key(ins[i][1].node, ins[i][1].port), dys[0]}));
         TDF_RETURN_IF_ERROR(e.status());
         continue;
       }
@@ -495,13 +524,14 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
           add_grad(i, fin[k], dx);
           continue;
         }
-        // g_ext returns this argument's gradient as outer-product rows.
+        // g_ext returns this argument's gradient as rows.
+        const RowsKind kind = callee_rows->second.at(fin[k]);
         const std::string w = Key(ins[i][fin[k]].node, ins[i][fin[k]].port);
         auto s = stream.find(w);
-        if (s != stream.end() && s->second->arg == fin[k] && s->second->ext == ext) {
+        if (s != stream.end() && s->second->arg == fin[k] && s->second->ext == ext && s->second->kind == kind) {
           rows[w].push_back(dx);  // a recursive call's rows join this invocation's
         } else if (fwd[index[ins[i][fin[k]].node]]) {
-          add_grad(i, fin[k], e.Op("OuterRowsSum", {dx, w}));  // the outermost call forms the sum
+          add_grad(i, fin[k], e.Op(DenseOp(kind), {dx, w}));  // the outermost call forms the sum
         }
       }
     } else {
@@ -533,7 +563,7 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     std::string g;
     if (stream.count(key)) {
       g = total_rows(key);
-      if (g.empty()) g = e.Op("OuterRowsConcat", {key}, {}, dx_control);
+      if (g.empty()) g = e.Op(ConcatOp(stream.at(key)->kind), {key}, {}, dx_control);
     } else {
       g = total(key);
       if (g.empty()) g = e.Op("ZerosLike", {key}, {}, dx_control);
@@ -566,7 +596,7 @@ absl::StatusOr<std::string> Differentiator::ExtOf(const std::string& fname) {
   for (int a : fin) esig.outputs.push_back({absl::StrCat("d_", sig.inputs[a].name), sig.inputs[a].type});
   TDF_RETURN_IF_ERROR(graph_.library.Declare(esig));
   ext_[fname] = ext;
-  const std::set<int> row_args = FactorableArgs(f);
+  const std::map<int, RowsKind> row_args = FactorableArgs(f);
   factored_[ext] = row_args;
 
   std::vector<NodeDef> body = f.node;
@@ -606,7 +636,7 @@ absl::StatusOr<std::string> Differentiator::ExtOf(const std::string& fname) {
   std::map<std::string, FactoredX> factored;
   for (int a : fin) {
     xs.push_back(arg_node[a]);
-    if (row_args.count(a)) factored[arg_node[a]] = FactoredX{a, ext};
+    if (auto r = row_args.find(a); r != row_args.end()) factored[arg_node[a]] = FactoredX{a, ext, r->second};
   }
   absl::StatusOr<std::vector<std::string>> dx = Backprop(body, "", ys, seeds, xs, seeds, factored);
   if (!dx.ok())

@@ -394,6 +394,26 @@ void RegisterTensorOps(OpRegistry& r) {
                   "of x_i^T g_i (compacted to min(K, N) rows when longer); with no rows, the empty sum."));
   Add(r, OpSchema("OuterRowsSum").Inputs(2).SameTypeFloat()
              .Doc("(rows [m, K + N], w [K, N]) -> [K, N]: the sum of x_i^T g_i over the rows [x_i | g_i]."));
+  // A table's gradient as indexed rows (autodiff of recursive functions; kernels in indexed_rows.cc).
+  Add(r, OpSchema("IndexedRows").Inputs(3)
+             .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
+               absl::Status s = RequireInputClass(ctx, 1, IsIndex, "indices");
+               if (!s.ok()) return s;
+               DType p = ctx.input_types[0], d = ctx.input_types[2];
+               if (p != DType::kInvalid && d != DType::kInvalid && p != d)
+                 return Err(absl::StrCat("dtype mismatch: the table is ", DTypeName(p), ", dy is ", DTypeName(d)));
+               if ((p != DType::kInvalid && !IsFloating(p)) || (d != DType::kInvalid && !IsFloating(d)))
+                 return Err("expects a float table and dy");
+               return Types{p != DType::kInvalid ? p : d};
+             })
+             .Doc("(P [R, ...], indices, dy) -> [count, 1 + D]: the gradient dy of Gather(P, indices) (axis 0) as "
+                  "rows [index | dy row], the index held bit for bit in the first element."));
+  Add(r, OpSchema("IndexedRowsConcat").InputsRange(1, -1).SameTypeFloat()
+             .Doc("(P, rows...) -> [m, 1 + D]: the indexed rows of every input, standing for their scatter-add "
+                  "into zeros of P's shape (compacted to one row per distinct index when more than P's rows); "
+                  "with no rows, the empty sum."));
+  Add(r, OpSchema("IndexedRowsSum").Inputs(2).SameTypeFloat()
+             .Doc("(rows, P) -> zeros of P's shape with every row added at its index."));
   for (const char* op : {"Sum", "Mean", "Max"})
     Add(r, OpSchema(op).Inputs(1).Attr("axes", "list(int)", false).Attr("keep_dims", "bool", false)
                .SameTypeNumeric().Doc("Reduces over `axes` (all axes when absent)."));

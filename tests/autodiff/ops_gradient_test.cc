@@ -301,6 +301,53 @@ TEST(OpGradients, SliceGatherConcatInARecursiveFunction) {
   EXPECT_TRUE(r.ok()) << r.status();
 }
 
+// A table read by Gather in every call of a recursive function (a tree's
+// leaf states, an embedding table): its gradient travels up the recursion
+// as indexed rows [index | dy row] (no dense table-shaped gradient per
+// level), compacted to one row per distinct index once there are more rows
+// than the table has (n = 6 and 12 reads of a 4-row table, with repeats),
+// and the outermost call scatters them once. Rank-3 table, vector and
+// scalar indices, float64.
+TEST(OpGradients, RecursiveTableGradientIsIndexedRows) {
+  // f(i, t) = i == 0 ? t[0] : tanh(f(i-1, t) * t[i % 4] + sum(t[[i % 4, (i + 1) % 4]], axis 0)).
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f", {{"i", DType::kInt64}, {"t", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        Output i = a[0], t = a[1];
+        return f.Cond(
+            f.Equal(i, f.Const<int64_t>(0)), [&] { return std::vector<Output>{f.Gather(t, f.Const<int64_t>(0))}; },
+            [&] {
+              Output prev = f.Call("f", {f.Sub(i, f.Const<int64_t>(1)), t})[0];
+              Output k = f.Op("Mod", {i, f.Const<int64_t>(4)});
+              Output next = f.Op("Mod", {f.Add(i, f.Const<int64_t>(1)), f.Const<int64_t>(4)});
+              Output pair = f.Concat({f.Reshape(k, {1}), f.Reshape(next, {1})}, 0);
+              Output two = f.Sum(f.Gather(t, pair), {0});
+              return std::vector<Output>{f.Tanh(f.Add(f.Mul(prev, f.Gather(t, k)), two))};
+            });
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output t = b.Placeholder("t", DType::kFloat64);
+  b.Identity(b.Sum(b.Mul(b.Call("f", {b.Placeholder("n", DType::kInt64), t})[0], b.Const(Random(Shape({2, 3}), 8)))),
+             "loss");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  Graph grad = *g;
+  ASSERT_TRUE(AddGradients(grad, {"loss"}, {"t"}).ok());
+  std::map<std::string, int> ops;
+  for (const NodeDef& n : grad.library.Find("f_ext")->node) ++ops[n.op];
+  EXPECT_EQ(ops["GatherGrad"], 0);
+  EXPECT_EQ(ops["IndexedRows"], 3);
+  int sums = 0;
+  for (const NodeDef& n : grad.node) sums += n.op == "IndexedRowsSum";
+  EXPECT_EQ(sums, 1);
+  for (int64_t n : {0, 1, 3, 6, 12}) {
+    auto r = CheckGradients(*g, "loss", {"t"},
+                            {{"t", Random(Shape({4, 2, 3}), 4, -0.8, 0.8)}, {"n", Tensor::Scalar<int64_t>(n)}});
+    EXPECT_TRUE(r.ok()) << "n=" << n << ": " << r.status();
+  }
+}
+
 TEST(OpGradients, AddNSelectCast) {
   {
     GraphBuilder b;

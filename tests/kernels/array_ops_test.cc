@@ -197,6 +197,66 @@ TEST(GatherGradKernel, ScatterAddsRowsIncludingRepeats) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Indexed rows: IndexedRowsSum of IndexedRows(P, idx, dy) is GatherGrad's
+// dense gradient, for float32 and float64, scalar, vector and matrix
+// indices, int32 and int64; concatenating two sums keeps their rows while
+// there are at most P's rows, then compacts them to one row per distinct
+// index (in index order) with the same sum.
+TEST(IndexedRowsKernels, SumsEqualGatherGradAndConcatCompacts) {
+  for (DType dt : {DType::kFloat32, DType::kFloat64}) {
+    auto cast = [&](const Tensor& t) { return dt == DType::kFloat64 ? t : Run1("Cast", {t}, {{"DstT", dt}}); };
+    Tensor P = cast(F64(std::vector<double>(3 * 2 * 2, 0.5), {3, 2, 2}));
+    struct Read {
+      Tensor idx, dy;
+    };
+    std::vector<Read> reads = {
+        {Tensor::Scalar<int64_t>(1), cast(F64({1, 2, 3, 4}, {2, 2}))},
+        {I32({2, 0, 2}, {3}), cast(F64({1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12}, {3, 2, 2}))},
+        {I64({0, 1}, {2, 1}), cast(F64({0.5, 0.25, -1, 2, 4, 8, 16, 32}, {2, 1, 2, 2}))},
+    };
+    std::vector<Tensor> rows;
+    Tensor dense_sum;
+    for (const Read& r : reads) {
+      rows.push_back(Run1("IndexedRows", {P, r.idx, r.dy}));
+      EXPECT_EQ(rows.back().shape(), Shape({r.idx.num_elements(), 5}));
+      Tensor want = Run1("GatherGrad", {P, r.idx, r.dy});
+      EXPECT_TRUE(TensorEq(Run1("IndexedRowsSum", {rows.back(), P}), want)) << DTypeName(dt);
+      dense_sum = dense_sum.valid() ? Run1("Add", {dense_sum, want}) : want;
+    }
+    // 1 + 3 rows > 3: compacted to the 3 distinct indices.
+    Tensor two = Run1("IndexedRowsConcat", {P, rows[0], rows[1]});
+    EXPECT_EQ(two.shape(), Shape({3, 5}));
+    EXPECT_TRUE(TensorEq(Run1("IndexedRowsSum", {two, P}), Run1("Add", {Run1("GatherGrad", {P, reads[0].idx, reads[0].dy}),
+                                                                         Run1("GatherGrad", {P, reads[1].idx, reads[1].dy})})));
+    // 1 + 2 rows <= 3: kept, in order.
+    Tensor kept = Run1("IndexedRowsConcat", {P, rows[0], rows[2]});
+    EXPECT_EQ(kept.shape(), Shape({3, 5}));
+    EXPECT_TRUE(TensorEq(Run1("IndexedRowsConcat", {P, kept}), kept));
+    Tensor all = Run1("IndexedRowsConcat", {P, rows[0], rows[1], rows[2]});
+    EXPECT_EQ(all.shape(), Shape({3, 5}));
+    EXPECT_TRUE(TensorEq(Run1("IndexedRowsSum", {all, P}), dense_sum)) << DTypeName(dt);
+  }
+}
+
+TEST(IndexedRowsKernels, EmptySumsAndErrors) {
+  Tensor P = F64(std::vector<double>(6, 1.0), {3, 2});
+  Tensor empty = Run1("IndexedRowsConcat", {P});
+  EXPECT_EQ(empty.shape(), Shape({0, 3}));
+  EXPECT_TRUE(TensorEq(Run1("IndexedRowsSum", {empty, P}), F64(std::vector<double>(6, 0.0), {3, 2})));
+  Tensor one = Run1("IndexedRows", {P, I64({2}, {1}), F64({7, 8}, {1, 2})});
+  EXPECT_TRUE(TensorEq(Run1("IndexedRowsConcat", {P, empty, one, empty}), one));
+  absl::Status s = RunError("IndexedRows", {P, I64({3}, {1}), F64({1, 2}, {1, 2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("index 3"));
+  EXPECT_THAT(RunError("IndexedRows", {P, I64({0, 1}, {2}), F64({1, 2}, {1, 2})}).message(), HasSubstr("gives [2,2]"));
+  EXPECT_THAT(RunError("IndexedRowsConcat", {P, F64({1, 2}, {1, 2})}).message(), HasSubstr("must be indexed rows [m, 3]"));
+  // A row whose index does not decode into [0, rows) is refused, not scattered.
+  EXPECT_THAT(RunError("IndexedRowsSum", {F64({1e300, 1, 2}, {1, 3}), P}).message(), HasSubstr("out of range [0, 3)"));
+  EXPECT_EQ(RunError("IndexedRows", {I64({1, 2}, {2}), I64({0}, {1}), I64({1}, {1})}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunError("IndexedRowsSum", {one, Tensor::Scalar<double>(1.0)}).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BroadcastToKernel, ExpandsToTheOtherShape) {
   EXPECT_TRUE(TensorEq(Run1("BroadcastTo", {F64({1, 2}, {2}), F64({0, 0, 0, 0, 0, 0}, {3, 2})}),
                        F64({1, 2, 1, 2, 1, 2}, {3, 2})));

@@ -13,6 +13,7 @@ void RegisterCpuKernels(KernelRegistry& registry) {
   RegisterMatMulKernels(registry);
   RegisterArrayKernels(registry);
   RegisterNnKernels(registry);
+  RegisterIndexedRowsKernels(registry);
 }
 
 }  // namespace tdf

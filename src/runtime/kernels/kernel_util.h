@@ -198,6 +198,7 @@ void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterArrayKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
+void RegisterIndexedRowsKernels(KernelRegistry& registry);
 
 }  // namespace tdf
 
