@@ -88,6 +88,8 @@ std::vector<std::string> DifferentiableOps();
 // and that no node reads is applied sparsely: a ScatterAdd of -lr * dy into
 // the gathered rows, O(rows gathered) instead of O(rows of v); the dense
 // GatherGrad node is removed from the graph (it can no longer be fetched).
+// So is a table's gradient from a recursive function that Gathers from it
+// (an IndexedRowsSum of the rows of every invocation's reads).
 absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::string>& variables,
                                        const std::vector<std::string>& gradients, double learning_rate);
 

@@ -13,6 +13,7 @@ namespace tdf {
 namespace {
 
 using autodiff::Emitter;
+using autodiff::Key;
 
 struct VarInfo {
   std::string name;
@@ -69,12 +70,16 @@ std::string Finish(Emitter& e, const std::vector<std::string>& updates) {
 // The main-graph GatherGrad node (axis 0) that `gradient` names, when no node
 // reads it: its dense [rows, ...] result exists only to be added to a
 // variable, so the step can add dy's rows alone (ScatterAdd) and drop it.
+// Likewise an IndexedRowsSum: the gradient of a table that a recursive
+// function read by Gather (autodiff.cc), whose rows the step adds alone.
 const NodeDef* SparseGatherGradient(const Graph& graph, const std::string& gradient) {
   absl::StatusOr<InputRef> ref = InputRef::Parse(gradient);
   if (!ref.ok() || ref->is_control || ref->port != 0) return nullptr;
   const NodeDef* n = graph.FindNode(ref->node);
-  if (n == nullptr || n->op != "GatherGrad" || n->GetIntOr("axis", 0) != 0 || n->num_data_inputs() != 3)
-    return nullptr;
+  if (n == nullptr) return nullptr;
+  const bool gather_grad = n->op == "GatherGrad" && n->GetIntOr("axis", 0) == 0 && n->num_data_inputs() == 3;
+  const bool indexed_rows = n->op == "IndexedRowsSum" && n->num_data_inputs() == 2;
+  if (!gather_grad && !indexed_rows) return nullptr;
   for (const NodeDef& other : graph.node) {
     for (const std::string& in : other.input) {
       absl::StatusOr<InputRef> r = InputRef::Parse(in);
@@ -97,7 +102,13 @@ absl::StatusOr<std::string> AddSgdStep(Graph& graph, const std::vector<std::stri
     const std::string lr = Const(e, vars[i].dtype, -learning_rate);
     if (const NodeDef* gg = SparseGatherGradient(graph, gradients[i]); gg != nullptr) {
       // v[indices] += -lr * dy: O(rows gathered), not O(rows of v).
-      const std::string indices = gg->input[1], dy = gg->input[2];
+      std::string indices, dy;
+      if (gg->op == "GatherGrad") {
+        indices = gg->input[1], dy = gg->input[2];
+      } else {
+        const std::string split = e.Op("IndexedRowsSplit", {gg->input[0], gg->input[1]});
+        indices = split, dy = Key(split, 1);
+      }
       dropped.insert(gg->name);
       updates.push_back(e.Op("ScatterAdd", {vars[i].name, indices, e.Mul(lr, dy)}, {{"dtype", vars[i].dtype}}));
       continue;

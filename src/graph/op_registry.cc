@@ -414,6 +414,15 @@ void RegisterTensorOps(OpRegistry& r) {
                   "with no rows, the empty sum."));
   Add(r, OpSchema("IndexedRowsSum").Inputs(2).SameTypeFloat()
              .Doc("(rows, P) -> zeros of P's shape with every row added at its index."));
+  Add(r, OpSchema("IndexedRowsSplit").Inputs(2)
+             .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
+               absl::StatusOr<DType> t = CommonType(ctx);
+               if (!t.ok()) return t.status();
+               if (*t != DType::kInvalid && !IsFloating(*t)) return Err("expects float inputs");
+               return Types{DType::kInt64, *t};
+             })
+             .Doc("(rows, P) -> (indices int64 [m], values [m, P's row shape]): indexed rows taken apart, for a "
+                  "sparse update of the variable P (ScatterAdd)."));
   for (const char* op : {"Sum", "Mean", "Max"})
     Add(r, OpSchema(op).Inputs(1).Attr("axes", "list(int)", false).Attr("keep_dims", "bool", false)
                .SameTypeNumeric().Doc("Reduces over `axes` (all axes when absent)."));

@@ -199,6 +199,72 @@ TEST(Training, SgdOnAGatheredTableUpdatesOnlyItsRows) {
   }
 }
 
+// The table read by Gather inside a recursive function, the natural way to
+// write a tree model's leaves: its gradient comes back as indexed rows
+// (IndexedRowsSum), and AddSgdStep scatters them into the gathered rows
+// only, agreeing with the dense step.
+TEST(Training, SgdOnATableGatheredInsideRecursionUpdatesOnlyItsRows) {
+  constexpr double kLr = 0.05;
+  auto build = [](bool fetch_too, std::vector<std::string>* grads) {
+    GraphBuilder b;
+    // f(i, E) = i < 0 ? 0 : sum(E[words[i]] * c) ^ 2 + f(i - 1, E), words = {2, 0, 2, 5, 3}.
+    absl::Status s = b.DefineFunction(
+        {"f", {{"i", DType::kInt64}, {"E", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+        [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+          return f.Cond(
+              f.Less(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{f.Const<double>(0.0)}; },
+              [&] {
+                Output word = f.Gather(f.Const(Tensor::Vector<int64_t>({2, 0, 2, 5, 3})), a[0]);
+                Output v = f.Sum(f.Mul(f.Gather(a[1], word), f.Const(Tensor::Vector<double>({0.5, -1.5}))));
+                return std::vector<Output>{
+                    f.Add(f.Mul(v, v), f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), a[1]})[0])};
+              });
+        });
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<double> e0(6 * 2);
+    for (int i = 0; i < 12; ++i) e0[i] = 0.1 * i - 0.4;
+    Output rE = b.Read(b.Variable("E", *Tensor::FromVector<double>(e0, Shape({6, 2}))));
+    b.Identity(b.Call("f", {b.Const<int64_t>(4), rE})[0], "loss");
+    Graph g = Built(b);
+    auto d = AddGradients(g, {"loss"}, {b.Name(rE)});
+    EXPECT_TRUE(d.ok()) << d.status();
+    *grads = *d;
+    if (fetch_too) {
+      NodeDef id;
+      id.name = "dE_copy";
+      id.op = "Identity";
+      id.input = {(*grads)[0]};
+      g.node.push_back(id);
+    }
+    return g;
+  };
+  std::vector<std::string> grads;
+  Graph dense = build(false, &grads);
+  EXPECT_EQ(CountOp(dense, "IndexedRowsSum"), 1);
+  auto ds = Session::Create(dense);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  auto g = (*ds)->Run({}, {grads[0]}, {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<double> dE = Values((*g)[0]), E0 = Values(*(*ds)->ReadVariable("E"));
+  EXPECT_EQ(dE[1 * 2], 0.0);
+  EXPECT_NE(dE[2 * 2], 0.0);
+  for (bool fetch_too : {false, true}) {
+    Graph m = build(fetch_too, &grads);
+    auto step = AddSgdStep(m, {"E"}, grads, kLr);
+    ASSERT_TRUE(step.ok()) << step.status();
+    EXPECT_EQ(CountOp(m, "ScatterAdd"), fetch_too ? 0 : 1);
+    EXPECT_EQ(CountOp(m, "IndexedRowsSum"), fetch_too ? 1 : 0);
+    auto s = Session::Create(m);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->Run({}, {"loss"}, {*step}).ok());
+    const std::vector<double> E1 = Values(*(*s)->ReadVariable("E"));
+    for (size_t i = 0; i < E0.size(); ++i)
+      EXPECT_NEAR(E1[i], E0[i] - kLr * dE[i], 1e-15) << "E element " << i << (fetch_too ? " (dense)" : "");
+    EXPECT_EQ(E1[1 * 2], E0[1 * 2]);  // untouched rows stay bit-identical
+    EXPECT_EQ(E1[4 * 2 + 1], E0[4 * 2 + 1]);
+  }
+}
+
 TEST(Training, SparseSgdTrainsAnEmbedding) {
   // Many steps: the loss of the gathered model goes to ~0 (5 equations, 12
   // embedding entries and 2 weights).

@@ -245,6 +245,12 @@ TEST(IndexedRowsKernels, EmptySumsAndErrors) {
   EXPECT_TRUE(TensorEq(Run1("IndexedRowsSum", {empty, P}), F64(std::vector<double>(6, 0.0), {3, 2})));
   Tensor one = Run1("IndexedRows", {P, I64({2}, {1}), F64({7, 8}, {1, 2})});
   EXPECT_TRUE(TensorEq(Run1("IndexedRowsConcat", {P, empty, one, empty}), one));
+  // Taken apart again (for a sparse variable update).
+  std::vector<Tensor> split = *RunOp("IndexedRowsSplit", {Run1("IndexedRowsConcat", {P, one, one}), P}, {}, 2);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_TRUE(TensorEq(split[0], I64({2, 2}, {2})));
+  EXPECT_TRUE(TensorEq(split[1], F64({7, 8, 7, 8}, {2, 2})));
+  EXPECT_EQ((*RunOp("IndexedRowsSplit", {empty, P}, {}, 2))[1].shape(), Shape({0, 2}));
   absl::Status s = RunError("IndexedRows", {P, I64({3}, {1}), F64({1, 2}, {1, 2})});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("index 3"));

@@ -229,12 +229,60 @@ class IndexedRowsSumKernel final : public OpKernel {
   }
 };
 
+// IndexedRowsSplit(rows, P) -> (indices int64 [m], values [m, P's row
+// shape]): the rows taken apart, for a sparse update of a variable P
+// (ScatterAdd; AddSgdStep).
+class IndexedRowsSplitKernel final : public OpKernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
+    return kernels::CreateSimple<IndexedRowsSplitKernel>(node);
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
+    const Tensor& rows = ctx.input(0);
+    const Tensor& like = ctx.input(1);
+    int64_t R = 0, D = 0;
+    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsSplit", &R, &D));
+    if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
+    absl::Status s = like.dtype() == DType::kFloat32 ? CheckRowsOf<float>(rows, R, D, "IndexedRowsSplit", 0)
+                                                      : CheckRowsOf<double>(rows, R, D, "IndexedRowsSplit", 0);
+    if (!s.ok()) return s;
+    const int64_t m = rows.shape().dim(0);
+    Shape value_shape({m});
+    for (int d = 1; d < like.rank(); ++d) value_shape.AddDim(like.shape().dim(d));
+    TDF_ASSIGN_OR_RETURN(Tensor indices, Tensor::Empty(DType::kInt64, Shape({m})));
+    TDF_ASSIGN_OR_RETURN(Tensor values, Tensor::Empty(like.dtype(), value_shape));
+    if (like.dtype() == DType::kFloat32) {
+      Split<float>(rows, D, indices, values);
+    } else {
+      Split<double>(rows, D, indices, values);
+    }
+    ctx.set_output(0, std::move(indices));
+    ctx.set_output(1, std::move(values));
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename T>
+  static void Split(const Tensor& rows, int64_t D, Tensor& indices, Tensor& values) {
+    const T* p = rows.data<T>();
+    int64_t* idx = indices.mutable_data<int64_t>();
+    T* v = values.mutable_data<T>();
+    for (int64_t r = 0; r < rows.shape().dim(0); ++r, p += 1 + D, v += D) {
+      idx[r] = DecodeIndex(p);
+      if (D > 0) std::memcpy(v, p + 1, sizeof(T) * D);
+    }
+  }
+};
+
 }  // namespace
 
 void RegisterIndexedRowsKernels(KernelRegistry& r) {
   kernels::RegisterCpu<IndexedRowsKernel>(r, "IndexedRows");
   kernels::RegisterCpu<IndexedRowsConcatKernel>(r, "IndexedRowsConcat");
   kernels::RegisterCpu<IndexedRowsSumKernel>(r, "IndexedRowsSum");
+  kernels::RegisterCpu<IndexedRowsSplitKernel>(r, "IndexedRowsSplit");
 }
 
 }  // namespace tdf
