@@ -47,7 +47,12 @@
 // subtree of invocations ([m, K + N], op OuterRowsConcat, compacted to
 // min(K, N) rows when longer), and the outermost caller forms the dense
 // [K, N] once (OuterRowsSum, one GEMM). A call then adds a few rows to its
-// caller's instead of summing dense [K, N] matrices per invocation.
+// caller's instead of summing dense [K, N] matrices per invocation. Likewise
+// a table P that f only reads by Gather(P, idx) along axis 0 (and passes on
+// unchanged): its gradient travels as indexed rows [idx | dy row]
+// (IndexedRows, IndexedRowsConcat: one row per distinct index once longer
+// than P), scattered once by the outermost caller (IndexedRowsSum) or, for
+// a variable, straight into its gathered rows by AddSgdStep.
 //
 // Integer and bool values get no gradient.
 #ifndef TDF_AUTODIFF_H_
