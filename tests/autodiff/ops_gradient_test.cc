@@ -104,44 +104,52 @@ TEST(OpGradients, MatMulAddAllTransposes) {
   }
 }
 
+// f(i, h, W) = i == 0 ? h : f(i - 1, tanh(product(h, W)), W);
+// loss = sum(f(n, h0, W) * c), h0 [1, 3], W [3, 3]. Returns the graph and,
+// in `ops`, the op counts of f_ext and the main graph after AddGradients.
+using Product = std::function<Output(GraphBuilder&, Output h, Output W)>;
+Graph RecursiveChain(const Product& product, std::map<std::string, int>* ext_ops, std::map<std::string, int>* main_ops) {
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [&](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        return f.Cond(
+            f.Equal(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{a[1]}; },
+            [&] {
+              Output next = f.Tanh(product(f, a[1], a[2]));
+              return std::vector<Output>{f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), next, a[2]})[0]};
+            });
+      });
+  EXPECT_TRUE(s.ok()) << s;
+  Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
+  Output y = b.Call("f", {b.Placeholder("n", DType::kInt64), h, W})[0];
+  b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 9)))), "loss");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return Graph{};
+  Graph grad = *g;
+  absl::StatusOr<std::vector<std::string>> d = AddGradients(grad, {"loss"}, {"h", "W"});
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (const FunctionDef* ext = grad.library.Find("f_ext"); ext != nullptr)
+    for (const NodeDef& n : ext->node) ++(*ext_ops)[n.op];
+  for (const NodeDef& n : grad.node) ++(*main_ops)[n.op];
+  return *g;
+}
+
 // A weight used by a MatMul in every call of a recursive function: its
 // gradient sum_i x_i^T dy_i travels up the recursion as outer-product rows
 // [x_i | dy_i] (no dense [K, N] product or sum per level), compacted to
 // min(K, N) = 3 rows once longer (n = 5, 12), and the outermost call forms
 // the dense gradient once.
 TEST(OpGradients, RecursiveWeightGradientIsOuterProductRows) {
-  // f(i, h, W) = i == 0 ? h : f(i - 1, tanh(h W), W); loss = sum(f(n, h0, W) * c).
-  GraphBuilder b;
-  absl::Status s = b.DefineFunction(
-      {"f", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
-      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
-        return f.Cond(
-            f.Equal(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{a[1]}; },
-            [&] {
-              Output next = f.Tanh(f.MatMul(a[1], a[2]));
-              return std::vector<Output>{f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), next, a[2]})[0]};
-            });
-      });
-  ASSERT_TRUE(s.ok()) << s;
-  Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
-  Output y = b.Call("f", {b.Placeholder("n", DType::kInt64), h, W})[0];
-  b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 9)))), "loss");
-  auto g = b.Build();
-  ASSERT_TRUE(g.ok()) << g.status();
-  Graph grad = *g;
-  ASSERT_TRUE(AddGradients(grad, {"loss"}, {"h", "W"}).ok());
-  const FunctionDef* ext = grad.library.Find("f_ext");
-  ASSERT_NE(ext, nullptr);
-  std::map<std::string, int> ops;
-  for (const NodeDef& n : ext->node) ++ops[n.op];
+  std::map<std::string, int> ops, main_ops;
+  Graph g = RecursiveChain([](GraphBuilder& f, Output h, Output W) { return f.MatMul(h, W); }, &ops, &main_ops);
   EXPECT_EQ(ops["MatMulAdd"], 0);
   EXPECT_EQ(ops["MatMul"], 2);  // forward h W, backward dy W^T: no x^T dy
   EXPECT_EQ(ops["OuterRowsConcat"], 2);  // the rows of this call and the recursive one; the empty sum
-  int sums = 0;
-  for (const NodeDef& n : grad.node) sums += n.op == "OuterRowsSum";
-  EXPECT_EQ(sums, 1);
+  EXPECT_EQ(main_ops["OuterRowsSum"], 1);
   for (int64_t n : {0, 1, 3, 5, 12}) {
-    auto r = CheckGradients(*g, "loss", {"h", "W"},
+    auto r = CheckGradients(g, "loss", {"h", "W"},
                             {{"h", Random(Shape({1, 3}), 5)}, {"W", Random(Shape({3, 3}), 6, -0.9, 0.9)},
                              {"n", Tensor::Scalar<int64_t>(n)}});
     EXPECT_TRUE(r.ok()) << "n=" << n << ": " << r.status();
@@ -152,33 +160,17 @@ TEST(OpGradients, RecursiveWeightGradientIsOuterProductRows) {
 // call's W: used elementwise as well, or transposed, W gets the dense sum
 // (MatMulAdd per level), and the gradients are right either way.
 TEST(OpGradients, WeightUsedOtherwiseGetsDenseGradient) {
+  const Product products[] = {
+      [](GraphBuilder& f, Output h, Output W) { return f.Add(f.MatMul(h, W), f.Sum(W)); },
+      [](GraphBuilder& f, Output h, Output W) { return f.MatMul(h, W, /*transpose_a=*/false, /*transpose_b=*/true); },
+  };
   for (int variant : {0, 1}) {
-    GraphBuilder b;
-    absl::Status s = b.DefineFunction(
-        {"f", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
-        [variant](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
-          return f.Cond(
-              f.Equal(a[0], f.Const<int64_t>(0)), [&] { return std::vector<Output>{a[1]}; },
-              [&] {
-                Output hw = variant == 0 ? f.Add(f.MatMul(a[1], a[2]), f.Sum(a[2]))
-                                         : f.MatMul(a[1], a[2], /*transpose_a=*/false, /*transpose_b=*/true);
-                return std::vector<Output>{f.Call("f", {f.Sub(a[0], f.Const<int64_t>(1)), f.Tanh(hw), a[2]})[0]};
-              });
-        });
-    ASSERT_TRUE(s.ok()) << s;
-    Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
-    Output y = b.Call("f", {b.Placeholder("n", DType::kInt64), h, W})[0];
-    b.Identity(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 9)))), "loss");
-    auto g = b.Build();
-    ASSERT_TRUE(g.ok()) << g.status();
-    Graph grad = *g;
-    ASSERT_TRUE(AddGradients(grad, {"loss"}, {"h", "W"}).ok());
-    std::map<std::string, int> ops;
-    for (const NodeDef& n : grad.library.Find("f_ext")->node) ++ops[n.op];
+    std::map<std::string, int> ops, main_ops;
+    Graph g = RecursiveChain(products[variant], &ops, &main_ops);
     EXPECT_EQ(ops["OuterRowsConcat"], 0) << "variant " << variant;
     EXPECT_EQ(ops["MatMulAdd"], 1) << "variant " << variant;
     for (int64_t n : {0, 1, 4}) {
-      auto r = CheckGradients(*g, "loss", {"h", "W"},
+      auto r = CheckGradients(g, "loss", {"h", "W"},
                               {{"h", Random(Shape({1, 3}), 5)}, {"W", Random(Shape({3, 3}), 6, -0.5, 0.5)},
                                {"n", Tensor::Scalar<int64_t>(n)}});
       EXPECT_TRUE(r.ok()) << "variant " << variant << " n=" << n << ": " << r.status();
