@@ -763,8 +763,8 @@ class Compiler {
         case NodeKind::kReturn:
         case NodeKind::kInvoke:  // dynamic mode: a dead Invoke only passes dead on
           return true;
-        case NodeKind::kCall:
-          return !n.split_site;
+        case NodeKind::kCall:  // a site joins whole, both parts of a split site included (joins())
+          return true;
         default:
           return false;
       }

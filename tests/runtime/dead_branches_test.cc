@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/exec_test_util.h"
+#include "tdf/autodiff.h"
 #include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 #include "tdf/session.h"
@@ -195,6 +196,55 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
       EXPECT_EQ(exec_test::OpCount(a, "Return").first, 1);
     }
   }
+}
+
+// Gradient programs: each differentiated call is a split site (its
+// forward and backward Calls share one invocation). In an invocation that
+// takes the base case, the recursive branch's split sites are skipped whole
+// like any other call site: no Call fires dead, and loss, gradients, live
+// firings and invocations are those of the run that fires every dead node.
+// tree(i, h, W) = i <= 0 ? h : tanh([tree(i-1, h, W) | tree(i-2, h, W)] W).
+TEST_P(DeadBranchesTest, GradientSplitSitesAreSkippedWhole) {
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"tree", {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const Outs& a) -> Outs {
+        return f.Cond(
+            f.LessEqual(a[0], f.Const<int64_t>(0)), [&] { return Outs{a[1]}; },
+            [&] {
+              Output l = f.Call("tree", {f.Sub(a[0], f.Const<int64_t>(1)), a[1], a[2]})[0];
+              Output r = f.Call("tree", {f.Sub(a[0], f.Const<int64_t>(2)), a[1], a[2]})[0];
+              return Outs{f.Tanh(f.MatMul(f.Concat({l, r}, 1), a[2]))};
+            });
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output h = b.Placeholder("h", DType::kFloat64), W = b.Placeholder("W", DType::kFloat64);
+  b.Identity(b.Sum(b.Call("tree", {b.Placeholder("n", DType::kInt64), h, W})[0]), "loss");
+  Graph g = Built(b);
+  auto grads = AddGradients(g, {"loss"}, {"h", "W"});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  const Feeds feeds = {{"n", I(7)},
+                       {"h", *Tensor::FromVector<double>({0.3, -0.2}, Shape({1, 2}))},
+                       {"W", *Tensor::FromVector<double>({0.5, -0.4, 0.3, 0.2, -0.1, 0.6, 0.7, -0.8}, Shape({4, 2}))}};
+  std::vector<std::vector<double>> results[2];
+  RunStats stats[2];
+  for (int skip : {0, 1}) {
+    SessionOptions o;
+    o.num_workers = GetParam();
+    o.skip_dead_branches = skip == 1;
+    auto session = MakeSession(g, o);
+    ASSERT_NE(session, nullptr);
+    auto out = session->Run(feeds, {"loss", (*grads)[0], (*grads)[1]}, {}, &stats[skip]);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (const Tensor& t : *out) results[skip].push_back(std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements()));
+    EXPECT_EQ(stats[skip].live_frames_after_run, 0);
+  }
+  EXPECT_EQ(results[1], results[0]);  // the same ops on the same values, bit for bit
+  EXPECT_EQ(stats[1].live_firings, stats[0].live_firings);
+  EXPECT_EQ(stats[1].frames_created, stats[0].frames_created);
+  EXPECT_GT(stats[0].firings_by_op["Call"].second, 0);   // firing every dead node, the base cases' Calls fire dead
+  EXPECT_EQ(stats[1].firings_by_op["Call"].second, 0);   // skipped whole
+  EXPECT_LT(stats[1].dead_firings, stats[0].dead_firings);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
