@@ -32,7 +32,16 @@ namespace {
 
 constexpr size_t kSizeClassBytes = 64;
 constexpr size_t kNumSizeClasses = 128;  // frames up to 8 KiB are pooled
-constexpr size_t kMaxPooledPerClass = 1 << 14;
+// A thread keeps up to kLocalMaxPerClass free frames of a class; past that it
+// hands kDepotBatch of them to the process-wide depot, where any thread
+// refills from. Freed frames go back to malloc only past kDepotMaxBytes: a
+// recursion 10^5 deep frees 10^5 frames at the end of every run, and handing
+// them to malloc (coalescing, trimming the heap, page faults when the next
+// run grows it again) cost more than the run itself. Memory held is thus
+// bounded by the peak of live frames, not by how many runs there were.
+constexpr size_t kLocalMaxPerClass = size_t{1} << 12;
+constexpr size_t kDepotBatch = size_t{1} << 10;
+constexpr size_t kDepotMaxBytes = size_t{1} << 30;
 
 // Frames above the pooled sizes (a main graph of thousands of nodes: one
 // root frame per run) are kept too, a few per thread by exact size: fresh
@@ -41,12 +50,56 @@ constexpr size_t kMaxPooledPerClass = 1 << 14;
 constexpr size_t kMaxLargeFrames = 4;
 constexpr size_t kMaxLargeFrameBytes = size_t{64} << 20;
 
+struct FrameDepot {
+  absl::Mutex mu;
+  std::vector<void*> free_lists[kNumSizeClasses] ABSL_GUARDED_BY(mu);
+  size_t bytes ABSL_GUARDED_BY(mu) = 0;
+};
+
+// Never destroyed: threads return their frames to it when they exit, which
+// may happen after static destructors have run.
+FrameDepot& Depot() {
+  static FrameDepot* depot = new FrameDepot;
+  return *depot;
+}
+
+// Moves up to `count` frames of class `cls` from the back of `list` to the
+// depot, or to malloc once the depot is full.
+void ReturnToDepot(size_t cls, std::vector<void*>& list, size_t count) {
+  count = std::min(count, list.size());
+  const size_t frame_bytes = cls * kSizeClassBytes;
+  FrameDepot& depot = Depot();
+  size_t kept = 0;
+  {
+    absl::MutexLock lock(&depot.mu);
+    kept = std::min(count, (kDepotMaxBytes - std::min(kDepotMaxBytes, depot.bytes)) / std::max<size_t>(frame_bytes, 1));
+    std::vector<void*>& shared = depot.free_lists[cls];
+    shared.insert(shared.end(), list.end() - static_cast<std::ptrdiff_t>(count),
+                  list.end() - static_cast<std::ptrdiff_t>(count - kept));
+    depot.bytes += kept * frame_bytes;
+  }
+  for (size_t i = list.size() - (count - kept); i < list.size(); ++i) std::free(list[i]);
+  list.resize(list.size() - count);
+}
+
+// Refills an empty `list` of class `cls` from the depot; false if it has none.
+bool RefillFromDepot(size_t cls, std::vector<void*>& list) {
+  FrameDepot& depot = Depot();
+  absl::MutexLock lock(&depot.mu);
+  std::vector<void*>& shared = depot.free_lists[cls];
+  if (shared.empty()) return false;
+  const size_t n = std::min(kDepotBatch, shared.size());
+  list.insert(list.end(), shared.end() - static_cast<std::ptrdiff_t>(n), shared.end());
+  shared.resize(shared.size() - n);
+  depot.bytes -= n * cls * kSizeClassBytes;
+  return true;
+}
+
 struct FramePool {
   std::vector<void*> free_lists[kNumSizeClasses];
   std::vector<std::pair<size_t, void*>> large;  // (bytes, block)
   ~FramePool() {
-    for (auto& list : free_lists)
-      for (void* p : list) std::free(p);
+    for (size_t cls = 0; cls < kNumSizeClasses; ++cls) ReturnToDepot(cls, free_lists[cls], free_lists[cls].size());
     for (auto& [bytes, p] : large) std::free(p);
   }
 };
@@ -60,7 +113,7 @@ void* AllocateBytes(size_t bytes) {
   size_t cls = bytes / kSizeClassBytes;
   if (cls < kNumSizeClasses) {
     auto& list = ThreadPool().free_lists[cls];
-    if (!list.empty()) {
+    if (!list.empty() || RefillFromDepot(cls, list)) {
       void* p = list.back();
       list.pop_back();
       return p;
@@ -81,10 +134,9 @@ void FreeBytes(void* p, size_t bytes) {
   size_t cls = bytes / kSizeClassBytes;
   if (cls < kNumSizeClasses) {
     auto& list = ThreadPool().free_lists[cls];
-    if (list.size() < kMaxPooledPerClass) {
-      list.push_back(p);
-      return;
-    }
+    list.push_back(p);
+    if (list.size() > kLocalMaxPerClass) ReturnToDepot(cls, list, kDepotBatch);
+    return;
   } else if (bytes <= kMaxLargeFrameBytes) {
     auto& large = ThreadPool().large;
     if (large.size() == kMaxLargeFrames) {
