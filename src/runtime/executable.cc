@@ -143,6 +143,7 @@ class Compiler {
       ForwardIdentities();
       ForwardReturns();
     }
+    CompactSlots();
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (ExecNode& n : exe_->nodes) {
       const bool kernel = n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone);
@@ -711,6 +712,51 @@ class Compiler {
                                    }),
                     c.edges.end());
     }
+  }
+
+  // A forwarded node never fires (its producers deliver past it), so slots
+  // laid out for its inputs would be copied into every frame and never read:
+  // it gets none unless some edge still targets it (a dead region's frontier
+  // may fire a forwarded result Identity). fib's frame: 27 slots -> 17.
+  // site_returns and missing_arg_merges name forwarded nodes too, but
+  // DeliverDead follows a forwarded node's edges and never reads its slot.
+  void CompactSlots() {
+    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<uint8_t> targeted(nodes.size(), 0);
+    for (const ExecNode& p : nodes)
+      for (const OutEdge& e : p.edges) targeted[e.dst] = 1;
+    for (const ExecBlock& blk : exe_->blocks)
+      for (const DeadRegionGroup& group : blk.dead_regions)
+        for (const auto& frontier : group.frontier)
+          for (const OutEdge& e : frontier) targeted[e.dst] = 1;
+    std::vector<std::vector<int32_t>> new_slot(exe_->blocks.size());
+    for (ExecBlock& blk : exe_->blocks) {
+      std::vector<int32_t>& map = new_slot[blk.id];
+      map.assign(blk.num_slots, -1);
+      int32_t next = 0;
+      for (int32_t id : blk.nodes) {
+        ExecNode& n = nodes[id];
+        if (n.forwarded && !targeted[id]) continue;
+        for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
+        n.slot_base = next;
+        next += n.num_inputs;
+      }
+      blk.num_slots = next;
+      std::vector<std::pair<int32_t, Tensor>> prefilled;
+      for (auto& [slot, value] : blk.prefilled)
+        if (map[slot] >= 0) prefilled.push_back({map[slot], std::move(value)});
+      blk.prefilled = std::move(prefilled);
+    }
+    auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
+    for (ExecNode& n : nodes) {
+      for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
+      for (auto& [ret, slot] : n.site_returns) slot = remap(ret, slot);
+      for (auto& [merge, slot] : n.missing_arg_merges) slot = remap(merge, slot);
+    }
+    for (ExecBlock& blk : exe_->blocks)
+      for (DeadRegionGroup& group : blk.dead_regions)
+        for (auto& frontier : group.frontier)
+          for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
   }
 
   // The argument Merges of function `fn` (fed by its Call nodes) with their
