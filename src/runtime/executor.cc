@@ -71,7 +71,7 @@ void ReturnToDepot(size_t cls, std::vector<void*>& list, size_t count) {
   FrameDepot& depot = Depot();
   size_t kept = 0;
   {
-    absl::MutexLock lock(&depot.mu);
+    base::MutexLock lock(&depot.mu);
     kept = std::min(count, (kDepotMaxBytes - std::min(kDepotMaxBytes, depot.bytes)) / std::max<size_t>(frame_bytes, 1));
     std::vector<void*>& shared = depot.free_lists[cls];
     shared.insert(shared.end(), list.end() - static_cast<std::ptrdiff_t>(count),
@@ -85,7 +85,7 @@ void ReturnToDepot(size_t cls, std::vector<void*>& list, size_t count) {
 // Refills an empty `list` of class `cls` from the depot; false if it has none.
 bool RefillFromDepot(size_t cls, std::vector<void*>& list) {
   FrameDepot& depot = Depot();
-  absl::MutexLock lock(&depot.mu);
+  base::MutexLock lock(&depot.mu);
   std::vector<void*>& shared = depot.free_lists[cls];
   if (shared.empty()) return false;
   const size_t n = std::min(kDepotBatch, shared.size());
