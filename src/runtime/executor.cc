@@ -241,6 +241,14 @@ constexpr int64_t kWorthStealingFirings = 4096;
 // times slower than their owner's (ack: 100-250 ns each).
 constexpr std::chrono::microseconds kWorthStealing{20};
 constexpr std::chrono::microseconds kHeavyFiring{1};
+// ...or been coarse: at least this many firings per offered item, and this
+// many in all. fib's thieves fire 1,000-50,000 nodes from 1-9 items, ack's
+// ~3 per item from 100-600 items (eager argument work, fine-grained however
+// much of it there is). Judging fib's smaller thefts by kWorthStealingFirings
+// alone doubled the offer interval up to 2^18 in a fib(24) run, and the
+// thief idled: 2 workers 1.5x instead of 1.8x.
+constexpr int64_t kCoarseFiringsPerItem = 64;
+constexpr int64_t kCoarseMinFirings = 256;
 // Offers judged not worth it double the firings between offers up to this
 // (about 15 ms of scalar firings; at 2^16, ack(3,8) still offered ~460 times).
 constexpr int kMaxOfferInterval = 1 << 20;
@@ -1830,6 +1838,7 @@ void Worker::Offer() {
     base::TaskStarts();
     RunState* run = run_captured;
     std::vector<ReadyItem> items = std::move(*offered);
+    const int64_t num_items = static_cast<int64_t>(items.size());
     delete offered;
     run->offers.fetch_sub(1, std::memory_order_relaxed);
     Worker w(run);
@@ -1840,7 +1849,8 @@ void Worker::Offer() {
     const bool parallel = w.others_busy_ns() >= took / 2;
     const bool heavy = !run->tracing && took >= std::chrono::nanoseconds(kWorthStealing).count() &&
                        took >= w.fired() * std::chrono::nanoseconds(kHeavyFiring).count();
-    const bool worth = parallel && (w.fired() >= kWorthStealingFirings || heavy);
+    const bool coarse = w.fired() >= kCoarseMinFirings && w.fired() >= kCoarseFiringsPerItem * num_items;
+    const bool worth = parallel && (w.fired() >= kWorthStealingFirings || heavy || coarse);
     int interval = run->offer_interval.load(std::memory_order_relaxed);
     if (!worth) {
       run->offer_interval.store(std::min(interval * 2, kMaxOfferInterval), std::memory_order_relaxed);
