@@ -53,6 +53,12 @@ ExecBlock::Kind BlockKind(BlockInfo::Kind k) {
 
 size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// A node while compiling: both halves, and its out edges before they move
+// to the edge pool.
+struct NodeBuild : ExecNode, NodeInfo {
+  std::vector<OutEdge> edges;
+};
+
 class Compiler {
  public:
   Compiler(ExecutableGraph* exe, const SessionOptions& options) : exe_(exe), options_(options) {}
@@ -90,9 +96,9 @@ class Compiler {
       const NodeDef& def = nodes[i];
       const OpSchema* schema = OpRegistry::Global()->Find(def.op);
       if (schema == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
-      ExecNode n;
+      NodeBuild n;
       n.def = &def;
-      n.id = static_cast<int32_t>(exe_->nodes.size());
+      n.id = static_cast<int32_t>(nodes_.size());
       n.kind = KindOf(def, schema->kind());
       n.block = block_map[fi.block_of_node[i]];
       ExecBlock& blk = exe_->blocks[n.block];
@@ -114,7 +120,7 @@ class Compiler {
         return NodeError(def, absl::StatusCode::kInvalidArgument, "duplicate node name");
       unit.by_name[def.name] = n.id;
       unit.ids.push_back(n.id);
-      exe_->nodes.push_back(std::move(n));
+      nodes_.push_back(std::move(n));
     }
     units_.push_back(std::move(unit));
     return absl::OkStatus();
@@ -124,10 +130,10 @@ class Compiler {
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
-    for (ExecNode& n : exe_->nodes) {
+    for (NodeBuild& n : nodes_) {
       for (int16_t inv : n.invariant_input) n.has_invariants |= inv >= 0;
       for (OutEdge& e : n.edges) {
-        const ExecNode& d = exe_->nodes[e.dst];
+        const NodeBuild& d = nodes_[e.dst];
         e.dst_index = d.index;
         e.dst_mode = d.kind == NodeKind::kMerge ? DstMode::kMerge
                      : d.pending_init <= 1     ? DstMode::kSingle
@@ -145,7 +151,7 @@ class Compiler {
     }
     CompactSlots();
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
-    for (ExecNode& n : exe_->nodes) {
+    for (NodeBuild& n : nodes_) {
       const bool kernel = n.kind == NodeKind::kKernel && (n.is_const || n.scalar_op != ScalarOp::kNone);
       const bool kind_ok = kernel || n.kind == NodeKind::kSwitch || n.kind == NodeKind::kMerge ||
                            n.kind == NodeKind::kReturn || n.kind == NodeKind::kCall ||
@@ -183,6 +189,8 @@ class Compiler {
     return absl::OkStatus();
   }
 
+  std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
+
  private:
   struct Unit {
     std::vector<int32_t> ids;
@@ -203,10 +211,10 @@ class Compiler {
   }
 
   absl::Status LinkUnit(const Unit& unit) {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     // Node attributes that decide edge kinds.
     for (int32_t id : unit.ids) {
-      ExecNode& n = nodes[id];
+      NodeBuild& n = nodes[id];
       const NodeDef& def = *n.def;
       switch (n.kind) {
         case NodeKind::kEnter: {
@@ -234,7 +242,7 @@ class Compiler {
       }
     }
     for (int32_t id : unit.ids) {
-      ExecNode& c = nodes[id];
+      NodeBuild& c = nodes[id];
       const NodeDef& def = *c.def;
       c.invariant_input.assign(c.num_inputs, -1);
       int32_t pending = 0;
@@ -245,7 +253,7 @@ class Compiler {
         if (pit == unit.by_name.end())
           return NodeError(def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("input '", def.input[j], "' names an unknown node"));
-        ExecNode& p = nodes[pit->second];
+        NodeBuild& p = nodes[pit->second];
         OutEdge e;
         e.dst = c.id;
         e.dst_slot = c.slot_base + j;
@@ -311,9 +319,9 @@ class Compiler {
   // invocation; instead their values are written into their consumers' slots
   // when the frame is created, and the consumers wait for one input less.
   absl::Status FoldConstants(const Unit& unit) {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     for (int32_t id : unit.ids) {
-      ExecNode& n = nodes[id];
+      NodeBuild& n = nodes[id];
       if (n.def->op != "Const" || n.num_inputs != 0) continue;
       ExecBlock& blk = exe_->blocks[n.block];
       if (blk.kind != ExecBlock::Kind::kFunction || n.edges.empty()) continue;
@@ -321,7 +329,7 @@ class Compiler {
       if (!value.is_inline_scalar()) continue;
       bool foldable = true;
       for (const OutEdge& e : n.edges) {
-        const ExecNode& c = nodes[e.dst];
+        const NodeBuild& c = nodes[e.dst];
         foldable &= e.src_port == 0 && e.kind == EdgeKind::kLocal && c.kind == NodeKind::kKernel && c.block == n.block;
       }
       if (!foldable) continue;
@@ -336,9 +344,9 @@ class Compiler {
   }
 
   absl::Status FinishUnit(const Unit& unit) {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     for (int32_t id : unit.ids) {
-      ExecNode& n = nodes[id];
+      NodeBuild& n = nodes[id];
       ExecBlock& blk = exe_->blocks[n.block];
       const NodeDef& def = *n.def;
       // Sources fire when a frame of the block is created; in a loop body that
@@ -368,7 +376,7 @@ class Compiler {
           n.child_slot = ChildSlot(n.block, absl::StrCat("call:", fn, ":", n.label), false);
           int32_t calls = 0;
           for (int32_t other : blk.nodes) {
-            const ExecNode& o = nodes[other];
+            const NodeBuild& o = nodes[other];
             if ((o.kind == NodeKind::kCall || o.kind == NodeKind::kReturn) && o.label == n.label &&
                 o.def->GetString("function").value_or("") == fn) {
               if (o.kind == NodeKind::kCall) ++calls;
@@ -378,7 +386,7 @@ class Compiler {
           n.site_num_calls = calls;
           if (calls > 1) blk.child_fed_by_several[n.child_slot] = 1;
           for (int32_t other : blk.nodes) {
-            const ExecNode& o = nodes[other];
+            const NodeBuild& o = nodes[other];
             if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn) {
               if (other == id) n.site_call_index = static_cast<int32_t>(n.site_calls.size());
               n.site_calls.push_back(other);
@@ -418,7 +426,7 @@ class Compiler {
           // Arguments of the callee that no Call of this site supplies.
           std::set<int64_t> supplied;
           for (int32_t other : blk.nodes) {
-            const ExecNode& o = nodes[other];
+            const NodeBuild& o = nodes[other];
             if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn)
               supplied.insert(o.def->GetIntOr("arg_index", -1));
           }
@@ -509,21 +517,21 @@ class Compiler {
   // Call, whose value_index output is unused and whose consumers are in the
   // function's own frame.
   void ForwardCallArguments() {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     std::vector<int32_t> call_inputs(nodes.size(), 0);
-    for (const ExecNode& c : nodes) {
+    for (const NodeBuild& c : nodes) {
       if (c.kind != NodeKind::kCall) continue;
       for (const OutEdge& e : c.edges)
         if (e.kind == EdgeKind::kCall) ++call_inputs[e.dst];
     }
-    for (ExecNode& m : nodes) {
+    for (NodeBuild& m : nodes) {
       if (m.kind != NodeKind::kMerge || exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction) continue;
       bool ok = m.num_inputs > 0 && call_inputs[m.id] == m.num_inputs && m.merge_expected[0] == 1 &&
                 m.merge_expected[1] == 1 && !m.edges.empty();
       for (const OutEdge& e : m.edges) ok &= e.kind == EdgeKind::kLocal && e.src_port <= 0;
       m.forwarded = ok;
     }
-    for (ExecNode& c : nodes) {
+    for (NodeBuild& c : nodes) {
       if (c.kind != NodeKind::kCall) continue;
       bool any = false;
       for (const OutEdge& e : c.edges) any |= e.kind == EdgeKind::kCall && nodes[e.dst].forwarded;
@@ -549,7 +557,7 @@ class Compiler {
   int32_t SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const {
     int32_t producer = -1, found = 0;
     for (int32_t id : blk.nodes) {
-      const std::vector<OutEdge>& edges = exe_->nodes[id].edges;
+      const std::vector<OutEdge>& edges = nodes_[id].edges;
       for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
         if (edges[k].dst != dst) continue;
         producer = id;
@@ -567,15 +575,15 @@ class Compiler {
   // passes the dead token on). Only a kernel or Merge producer in the same
   // frame that is not itself a result, feeding the Identity's only input.
   void ForwardResults() {
-    std::vector<ExecNode>& nodes = exe_->nodes;
-    for (ExecNode& r : nodes) {
+    std::vector<NodeBuild>& nodes = nodes_;
+    for (NodeBuild& r : nodes) {
       if (r.return_edges_by_label.empty() || r.kind != NodeKind::kKernel || r.def->op != "Identity" ||
           r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
         continue;
       int32_t edge_index = -1;
       const int32_t producer = SoleProducer(exe_->blocks[r.block], r.id, &edge_index);
       if (producer < 0) continue;
-      ExecNode& p = nodes[producer];
+      NodeBuild& p = nodes[producer];
       const OutEdge into = p.edges[edge_index];
       if ((p.kind != NodeKind::kKernel && p.kind != NodeKind::kMerge) || !p.return_edges_by_label.empty() ||
           into.kind != EdgeKind::kLocal || into.src_port < 0 || p.block != r.block)
@@ -607,11 +615,11 @@ class Compiler {
   // deadness), and they never fire. Only Identities with one data input from
   // a kernel, Switch or Merge of the same frame that is not a result.
   void ForwardIdentities() {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     for (const ExecBlock& blk : exe_->blocks) {
       if (blk.kind != ExecBlock::Kind::kFunction) continue;
       for (int32_t id : blk.nodes) {
-        ExecNode& x = nodes[id];
+        NodeBuild& x = nodes[id];
         if (x.kind != NodeKind::kKernel || x.def->op != "Identity" || x.num_inputs != 1 || x.forwarded ||
             !x.return_edges_by_label.empty())
           continue;
@@ -621,7 +629,7 @@ class Compiler {
         int32_t edge_index = -1;
         const int32_t producer = SoleProducer(blk, x.id, &edge_index);
         if (producer < 0) continue;
-        ExecNode& p = nodes[producer];
+        NodeBuild& p = nodes[producer];
         const OutEdge into = p.edges[edge_index];
         const bool kind_ok =
             p.kind == NodeKind::kKernel || p.kind == NodeKind::kSwitch || p.kind == NodeKind::kMerge;
@@ -646,9 +654,9 @@ class Compiler {
   // per call (fib 8 -> 7 firings per call). Main-graph Returns still fire:
   // a run may fetch them or name them as targets.
   void ForwardReturns() {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     std::vector<uint8_t> forwardable(nodes.size(), 0);
-    for (ExecNode& r : nodes) {
+    for (NodeBuild& r : nodes) {
       if (r.kind != NodeKind::kReturn || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction ||
           !r.return_edges_by_label.empty() || r.has_invariants || r.edges.empty())
         continue;
@@ -665,10 +673,10 @@ class Compiler {
     // Only the callee's result and the site's Calls may feed it: every
     // result node's edge into it is replaced below (a forwarded result
     // Identity's too: a frontier may still fire it), the Calls' edges dropped.
-    for (const ExecNode& p : nodes)
+    for (const NodeBuild& p : nodes)
       for (const OutEdge& e : p.edges)
         if (e.kind != EdgeKind::kReturn && p.kind != NodeKind::kCall) forwardable[e.dst] = 0;
-    for (ExecNode& p : nodes) {
+    for (NodeBuild& p : nodes) {
       if (p.return_edges_by_label.empty()) continue;
       bool any = false;
       for (const OutEdge& e : p.edges) any |= e.kind == EdgeKind::kReturn && forwardable[e.dst];
@@ -703,7 +711,7 @@ class Compiler {
       p.return_edges_by_label = std::move(ranges);
     }
     // The site's Calls no longer signal their forwarded Returns.
-    for (ExecNode& c : nodes) {
+    for (NodeBuild& c : nodes) {
       if (c.kind != NodeKind::kCall) continue;
       c.edges.erase(std::remove_if(c.edges.begin(), c.edges.end(),
                                    [&](const OutEdge& e) {
@@ -721,9 +729,9 @@ class Compiler {
   // site_returns and missing_arg_merges name forwarded nodes too, but
   // DeliverDead follows a forwarded node's edges and never reads its slot.
   void CompactSlots() {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     std::vector<uint8_t> targeted(nodes.size(), 0);
-    for (const ExecNode& p : nodes)
+    for (const NodeBuild& p : nodes)
       for (const OutEdge& e : p.edges) targeted[e.dst] = 1;
     for (const ExecBlock& blk : exe_->blocks)
       for (const DeadRegionGroup& group : blk.dead_regions)
@@ -735,7 +743,7 @@ class Compiler {
       map.assign(blk.num_slots, -1);
       int32_t next = 0;
       for (int32_t id : blk.nodes) {
-        ExecNode& n = nodes[id];
+        NodeBuild& n = nodes[id];
         if (n.forwarded && !targeted[id]) continue;
         for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
         n.slot_base = next;
@@ -748,7 +756,7 @@ class Compiler {
       blk.prefilled = std::move(prefilled);
     }
     auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
-    for (ExecNode& n : nodes) {
+    for (NodeBuild& n : nodes) {
       for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
       for (auto& [ret, slot] : n.site_returns) slot = remap(ret, slot);
       for (auto& [merge, slot] : n.missing_arg_merges) slot = remap(merge, slot);
@@ -766,10 +774,10 @@ class Compiler {
     if (it != arg_merges_.end()) return it->second;
     std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[fn];
     std::set<int32_t> seen;
-    for (const ExecNode& c : exe_->nodes) {
+    for (const NodeBuild& c : nodes_) {
       if (c.kind != NodeKind::kCall || c.def->GetString("function").value_or("") != fn) continue;
       for (const OutEdge& e : c.edges) {
-        if (e.kind == EdgeKind::kCall && exe_->nodes[e.dst].kind == NodeKind::kMerge && seen.insert(e.dst).second)
+        if (e.kind == EdgeKind::kCall && nodes_[e.dst].kind == NodeKind::kMerge && seen.insert(e.dst).second)
           out.push_back({e.dst, c.def->GetIntOr("arg_index", -1)});
       }
     }
@@ -780,7 +788,7 @@ class Compiler {
   // where dead branches are fired over and over (one per call), and loop
   // bodies keep TensorFlow's dead exiting iteration, which tests observe.
   void BuildDeadRegions(ExecBlock& blk) {
-    std::vector<ExecNode>& nodes = exe_->nodes;
+    std::vector<NodeBuild>& nodes = nodes_;
     const int32_t size = static_cast<int32_t>(blk.nodes.size());
     struct In {
       int32_t src;   // block index
@@ -791,15 +799,15 @@ class Compiler {
     // from elsewhere (arguments, results of calls).
     std::vector<std::vector<In>> ins(size);
     for (int32_t i = 0; i < size; ++i) {
-      const ExecNode& u = nodes[blk.nodes[i]];
+      const NodeBuild& u = nodes[blk.nodes[i]];
       for (const OutEdge& e : u.edges) {
         if (e.kind != EdgeKind::kLocal) continue;
-        const ExecNode& d = nodes[e.dst];
+        const NodeBuild& d = nodes[e.dst];
         if (d.block != blk.id) continue;
         ins[d.index].push_back({i, e.src_port, e.dst_slot - d.slot_base});
       }
     }
-    auto eligible = [&](const ExecNode& n) {
+    auto eligible = [&](const NodeBuild& n) {
       if (n.folded || n.has_invariants || !n.return_edges_by_label.empty()) return false;
       switch (n.kind) {
         case NodeKind::kKernel:
@@ -818,7 +826,7 @@ class Compiler {
     // Calls and Returns of each call site (by a Call of the site).
     std::map<int32_t, std::vector<int32_t>> site_of_return;  // Return index -> the site's Call indices
     for (int32_t i = 0; i < size; ++i) {
-      const ExecNode& n = nodes[blk.nodes[i]];
+      const NodeBuild& n = nodes[blk.nodes[i]];
       if (n.kind != NodeKind::kCall) continue;
       std::vector<int32_t> calls;
       for (int32_t c : n.site_calls) calls.push_back(nodes[c].index);
@@ -828,7 +836,7 @@ class Compiler {
     // Groups: Switches by predicate producer (block index, port).
     std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_pred;
     for (int32_t i = 0; i < size; ++i) {
-      const ExecNode& n = nodes[blk.nodes[i]];
+      const NodeBuild& n = nodes[blk.nodes[i]];
       if (n.kind != NodeKind::kSwitch || n.has_invariants || n.num_data_inputs != 2) continue;
       for (const In& in : ins[i]) {
         if (in.input == 1 && in.port >= 0) by_pred[{in.src, in.port}].push_back(i);  // the predicate's producer
@@ -850,7 +858,7 @@ class Compiler {
         Region r{static_cast<int32_t>(g), port, std::vector<uint8_t>(size, 0)};
         auto dead_input = [&](const In& in) { return r.in[in.src] || (member[in.src] && in.port == port); };
         auto joins = [&](int32_t v) {
-          const ExecNode& n = nodes[blk.nodes[v]];
+          const NodeBuild& n = nodes[blk.nodes[v]];
           if (!eligible(n)) return false;
           if (n.kind == NodeKind::kMerge) {
             if (static_cast<int32_t>(ins[v].size()) != n.num_inputs) return false;
@@ -885,7 +893,7 @@ class Compiler {
             if (r.in[v] || !joins(v)) continue;
             r.in[v] = 1;
             changed = true;
-            const ExecNode& n = nodes[blk.nodes[v]];
+            const NodeBuild& n = nodes[blk.nodes[v]];
             if (n.kind == NodeKind::kCall) {
               for (int32_t c : n.site_calls) r.in[nodes[c].index] = 1;
             }
@@ -965,7 +973,7 @@ class Compiler {
 
   void Layout(ExecBlock& blk) {
     blk.pending_template.assign(blk.nodes.size() + blk.dead_regions.size(), 0);
-    for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = exe_->nodes[blk.nodes[i]].pending_init;
+    for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = nodes_[blk.nodes[i]].pending_init;
     for (const DeadRegionGroup& g : blk.dead_regions) blk.pending_template[g.counter_index] = g.members;
     size_t off = AlignUp(sizeof(Frame), 16);
     blk.pending_offset = off;
@@ -996,6 +1004,7 @@ class Compiler {
 
   ExecutableGraph* exe_;
   const SessionOptions& options_;
+  std::vector<NodeBuild> nodes_;  // by global id
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, int32_t> op_ids_;
   std::map<std::string, int32_t> function_blocks_;
@@ -1021,14 +1030,18 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, Exe
     }
   }
   TDF_RETURN_IF_ERROR(compiler.Link());
+  std::vector<NodeBuild> nodes = compiler.TakeNodes();
   size_t total_edges = 0;
-  for (const ExecNode& n : exe->nodes) total_edges += n.edges.size();
+  for (const NodeBuild& n : nodes) total_edges += n.edges.size();
   exe->edge_pool.reserve(total_edges);
-  for (ExecNode& n : exe->nodes) {
+  exe->nodes.reserve(nodes.size());
+  exe->info.reserve(nodes.size());
+  for (NodeBuild& n : nodes) {
     n.out_begin = exe->edge_pool.data() + exe->edge_pool.size();
     n.num_out = static_cast<int32_t>(n.edges.size());
     exe->edge_pool.insert(exe->edge_pool.end(), n.edges.begin(), n.edges.end());
-    std::vector<OutEdge>().swap(n.edges);
+    exe->nodes.push_back(static_cast<const ExecNode&>(n));
+    exe->info.push_back(std::move(static_cast<NodeInfo&>(n)));
   }
   return exe;
 }

@@ -455,7 +455,7 @@ std::string TagString(const Frame* f, size_t max_labels = SIZE_MAX) {
   return absl::StrCat("[", absl::StrJoin(labels, ", "), "]");
 }
 
-std::string NodeAtTag(const ExecNode& n, const Frame* f) {
+std::string NodeAtTag(const NodeInfo& n, const Frame* f) {
   return absl::StrCat("node '", n.def->name, "' (", n.def->op, ") at tag ", TagString(f, kMaxLabelsInMessages));
 }
 
@@ -497,6 +497,7 @@ class Worker {
   void Release(Frame* f, int64_t delta);
   // Plain loads and stores suffice for `f`'s counters: no other worker runs,
   // or none can reach `f` (Frame::shared).
+  const NodeInfo& Info(const ExecNode& n) const { return exe_->info[n.id]; }
   bool Alone(const Frame* f) const { return alone_ || !f->atomic_counts.load(std::memory_order_relaxed); }
   void MarkShared(Frame* f) {
     f->shared.store(true, std::memory_order_relaxed);
@@ -659,14 +660,14 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
     run_->Fail(absl::ResourceExhaustedError(
         absl::StrCat("recursion limit: ", block.kind == ExecBlock::Kind::kLoop ? "loop '" : "function '", block.name,
                      "' would reach tag depth ", depth, ", over max_tag_depth ", run_->options->max_tag_depth,
-                     " (", NodeAtTag(creator, parent), ")")));
+                     " (", NodeAtTag(Info(creator), parent), ")")));
     return nullptr;
   }
   if (run_->live_frames.load(std::memory_order_relaxed) >= run_->options->max_live_frames) {
     run_->Fail(absl::ResourceExhaustedError(
         absl::StrCat("frame limit: ", run_->options->max_live_frames, " live frames reached entering ",
                      block.kind == ExecBlock::Kind::kLoop ? "loop '" : "function '", block.name, "' at tag depth ",
-                     depth, " (", NodeAtTag(creator, parent), ")")));
+                     depth, " (", NodeAtTag(Info(creator), parent), ")")));
     return nullptr;
   }
   Frame* f = AllocateFrame(block);
@@ -867,7 +868,7 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
     return false;  // a second live input: the Merge already fired
   }
   const int expected =
-      dst.merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
+      Info(dst).merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
   const int32_t prev = FetchAdd(state, 1, Alone(t));
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
@@ -914,10 +915,10 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
     ready = DeliverEdges(f, begin, end, outs, dead);
   } else {
     // A function result: local edges, then the Return of the creating site.
-    ready = DeliverEdges(f, begin, begin + n.first_return_edge, outs, dead);
+    ready = DeliverEdges(f, begin, begin + Info(n).first_return_edge, outs, dead);
     if (f->kind == Frame::Kind::kInvocation && f->label >= 0 &&
-        f->label < static_cast<int32_t>(n.return_edges_by_label.size())) {
-      const auto& range = n.return_edges_by_label[f->label];
+        f->label < static_cast<int32_t>(Info(n).return_edges_by_label.size())) {
+      const auto& range = Info(n).return_edges_by_label[f->label];
       Frame* parent = f->parent;
       int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
       if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, Alone(parent));
@@ -955,16 +956,16 @@ int Worker::DeliverFrontier(Frame* f, const std::vector<OutEdge>& frontier) {
 }
 
 void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
-  ChildSlot& cs = f->children()[n.child_slot];
+  ChildSlot& cs = f->children()[Info(n).child_slot];
   void* p = cs.child.load(std::memory_order_acquire);
   LoopState* loop = static_cast<LoopState*>(p);
   if (p == nullptr) {
-    const ExecBlock& block = exe_->blocks[n.target_block];
+    const ExecBlock& block = exe_->blocks[Info(n).target_block];
     auto* fresh = new LoopState;
     fresh->block = &block;
     fresh->parent = f;
-    fresh->slot_in_parent = n.child_slot;
-    fresh->parallel_iterations = std::max(1, n.parallel_iterations);
+    fresh->slot_in_parent = Info(n).child_slot;
+    fresh->parallel_iterations = std::max(1, Info(n).parallel_iterations);
     fresh->refs.store(block.num_invariants + 1, std::memory_order_relaxed);
     fresh->invariants.resize(block.num_invariants);
     fresh->exit_live.assign(block.exits.size(), 0);
@@ -977,14 +978,14 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       loop = static_cast<LoopState*>(expected);
     }
   }
-  if (n.is_constant_enter) {
+  if (Info(n).is_constant_enter) {
     Frame* start = nullptr;
     int ready = 0;
     int early_enters = 0;
     {
       LoopLock lock(loop->mu, alone_);
-      loop->invariants[n.io_index] = outs[0];
-      loop->invariants[n.io_index].dead = dead;
+      loop->invariants[Info(n).io_index] = outs[0];
+      loop->invariants[Info(n).io_index].dead = dead;
       if (++loop->invariants_arrived == loop->block->num_invariants && !loop->early.empty()) {
         // Enters that arrived before the invariants start iteration 0 now.
         start = CreateIteration(loop, 0);
@@ -1071,8 +1072,8 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
 }
 
 void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
-  ChildSlot& cs = f->children()[n.child_slot];
-  if (n.site_num_calls > 1 && !n.split_site && f->shared.load(std::memory_order_relaxed) &&
+  ChildSlot& cs = f->children()[Info(n).child_slot];
+  if (Info(n).site_num_calls > 1 && !Info(n).split_site && f->shared.load(std::memory_order_relaxed) &&
       cs.child.load(std::memory_order_acquire) == nullptr) {
     FireCallWhenComplete(f, n, outs, dead);
     return;
@@ -1085,20 +1086,20 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   if (!dead) {
     child = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
     if (child == nullptr) {
-      const ExecBlock& block = exe_->blocks[n.target_block];
+      const ExecBlock& block = exe_->blocks[Info(n).target_block];
       Frame* fresh = NewFrame(block, Frame::Kind::kInvocation, f, n);
       if (fresh == nullptr) {
         Release(f, -1);
         return;
       }
-      fresh->label = n.label;
-      fresh->slot_in_parent = n.child_slot;
+      fresh->label = Info(n).label;
+      fresh->slot_in_parent = Info(n).child_slot;
       // Another Call of the site may fire on another worker when f is shared.
-      if (n.site_num_calls > 1 && f->shared.load(std::memory_order_relaxed)) MarkShared(fresh);
+      if (Info(n).site_num_calls > 1 && f->shared.load(std::memory_order_relaxed)) MarkShared(fresh);
       // One external reference until the site's last Call has arrived.
       fresh->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
       void* expected = nullptr;
-      if (n.site_num_calls == 1) {
+      if (Info(n).site_num_calls == 1) {
         cs.child.store(fresh, std::memory_order_release);
         child = fresh;
       } else if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
@@ -1116,16 +1117,16 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
-        for (const auto& [merge, slot] : n.missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
+        for (const auto& [merge, slot] : Info(n).missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
       }
     }
-    for (const OutEdge* e = begin; e != begin + n.num_call_edges; ++e) {
+    for (const OutEdge* e = begin; e != begin + Info(n).num_call_edges; ++e) {
       if (DeliverEdge(child, *e, outs[0].value, false)) {
         Push(child, e->dst);
         ++child_ready;
       }
     }
-    if (n.site_num_calls > 1 && child_ready > 0) {
+    if (Info(n).site_num_calls > 1 && child_ready > 0) {
       // Count what we made ready before announcing our arrival: once the
       // site's last Call has arrived it drops the invocation's external
       // reference, and on another worker the invocation could then finish,
@@ -1135,31 +1136,31 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
   }
   // Control edges to the site's Returns, in this frame.
-  for (const OutEdge* e = begin + n.num_call_edges; e != end; ++e) {
+  for (const OutEdge* e = begin + Info(n).num_call_edges; e != end; ++e) {
     if (DeliverEdge(f, *e, kNoValue, dead)) {
       Push(f, e->dst);
       ++self_ready;
     }
   }
-  if (n.split_site) {
+  if (Info(n).split_site) {
     FinishSplitCall(f, n, dead ? nullptr : child, dead ? 0 : child_ready, dead, self_ready);
     return;
   }
   bool last = true;
   int lives = dead ? 0 : 1;
-  if (n.site_num_calls > 1) {
-    if (dead) cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
+  if (Info(n).site_num_calls > 1) {
+    if (dead) cs.dead_calls.fetch_or(uint64_t{1} << Info(n).site_call_index, std::memory_order_acq_rel);
     uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
-    last = static_cast<int32_t>((prev & 0xFFFF) + 1) == n.site_num_calls;
+    last = static_cast<int32_t>((prev & 0xFFFF) + 1) == Info(n).site_num_calls;
     lives += static_cast<int>(prev >> 16);
   }
   // Dead arguments of an invocation that has live ones enter it now.
   auto enter_dead_args = [&](Frame* c) {
     int ready = 0;
     uint64_t mask = cs.dead_calls.load(std::memory_order_acquire);
-    for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
+    for (size_t i = 0; mask != 0 && i < Info(n).site_calls.size(); ++i) {
       if (!(mask & (uint64_t{1} << i))) continue;
-      for (const OutEdge& e : exe_->nodes[n.site_calls[i]].out()) {
+      for (const OutEdge& e : exe_->nodes[Info(n).site_calls[i]].out()) {
         if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, kNoValue, true)) {
           Push(c, e.dst);
           ++ready;
@@ -1169,7 +1170,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     return ready;
   };
   if (!dead) {
-    if (last && n.site_num_calls > 1) child_ready += enter_dead_args(child);
+    if (last && Info(n).site_num_calls > 1) child_ready += enter_dead_args(child);
     Release(child, child_ready - (last ? 1 : 0));
   } else if (last) {
     if (lives > 0) {
@@ -1192,15 +1193,15 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
 // worker. Split sites (autodiff's forward part, whose results the other
 // part waits for) still start early in FireCall.
 void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead) {
-  ChildSlot& cs = f->children()[n.child_slot];
+  ChildSlot& cs = f->children()[Info(n).child_slot];
   if (dead) {
-    cs.dead_calls.fetch_or(uint64_t{1} << n.site_call_index, std::memory_order_acq_rel);
+    cs.dead_calls.fetch_or(uint64_t{1} << Info(n).site_call_index, std::memory_order_acq_rel);
   } else if (n.num_data_inputs > 0) {
     f->slots()[n.slot_base].value = std::move(outs[0].value);
   }
   int self_ready = 0;
   const OutEdge* begin = n.out().data();
-  for (const OutEdge* e = begin + n.num_call_edges; e != begin + n.out().size(); ++e) {
+  for (const OutEdge* e = begin + Info(n).num_call_edges; e != begin + n.out().size(); ++e) {
     if (DeliverEdge(f, *e, kNoValue, dead)) {  // control edges to the site's Returns
       Push(f, e->dst);
       ++self_ready;
@@ -1208,7 +1209,7 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
   }
   // Release: this argument (or its deadness) is visible to the last Call.
   const uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
-  if (static_cast<int32_t>((prev & 0xFFFF) + 1) != n.site_num_calls) {
+  if (static_cast<int32_t>((prev & 0xFFFF) + 1) != Info(n).site_num_calls) {
     Release(f, self_ready - 1);
     return;
   }
@@ -1218,27 +1219,27 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
     Release(f, self_ready - 1);
     return;
   }
-  const ExecBlock& block = exe_->blocks[n.target_block];
+  const ExecBlock& block = exe_->blocks[Info(n).target_block];
   Frame* child = NewFrame(block, Frame::Kind::kInvocation, f, n);
   if (child == nullptr) {
     Release(f, self_ready - 1);
     return;
   }
-  child->label = n.label;
-  child->slot_in_parent = n.child_slot;
+  child->label = Info(n).label;
+  child->slot_in_parent = Info(n).child_slot;
   child->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
   cs.child.store(child, std::memory_order_release);
   FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
   for (int32_t src : block.sources) Push(child, src);
   int child_ready = 0;
-  for (const auto& [merge, slot] : n.missing_arg_merges) child_ready += DeliverDead(child, merge, slot);
+  for (const auto& [merge, slot] : Info(n).missing_arg_merges) child_ready += DeliverDead(child, merge, slot);
   const uint64_t dead_calls = cs.dead_calls.load(std::memory_order_acquire);
-  for (size_t i = 0; i < n.site_calls.size(); ++i) {
-    const ExecNode& call = exe_->nodes[n.site_calls[i]];
+  for (size_t i = 0; i < Info(n).site_calls.size(); ++i) {
+    const ExecNode& call = exe_->nodes[Info(n).site_calls[i]];
     const bool arg_dead = (dead_calls >> i) & 1;
     Tensor* arg = call.num_data_inputs > 0 && !arg_dead ? &f->slots()[call.slot_base].value : nullptr;
     const OutEdge* edges = call.out().data();
-    for (const OutEdge* e = edges; e != edges + call.num_call_edges; ++e) {
+    for (const OutEdge* e = edges; e != edges + Info(call).num_call_edges; ++e) {
       if (DeliverEdge(child, *e, arg != nullptr ? *arg : kNoValue, arg_dead)) {
         Push(child, e->dst);
         ++child_ready;
@@ -1253,7 +1254,7 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
 int Worker::DeliverDead(Frame* t, int32_t node, int32_t slot) {
   const ExecNode& d = exe_->nodes[node];
   int ready = 0;
-  if (d.forwarded) {  // it would only have passed the dead token on: its consumers take it
+  if (Info(d).forwarded) {  // it would only have passed the dead token on: its consumers take it
     for (const OutEdge& e : d.out()) {
       if (DeliverEdge(t, e, kNoValue, true)) {
         Push(t, e.dst);
@@ -1269,15 +1270,15 @@ int Worker::DeliverDead(Frame* t, int32_t node, int32_t slot) {
 
 int Worker::ReturnDead(Frame* f, const ExecNode& call) {
   int ready = 0;
-  for (const auto& [ret, slot] : call.site_returns) ready += DeliverDead(f, ret, slot);
+  for (const auto& [ret, slot] : Info(call).site_returns) ready += DeliverDead(f, ret, slot);
   return ready;
 }
 
 int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
   int ready = 0;
-  for (size_t i = 0; mask != 0 && i < n.site_calls.size(); ++i) {
+  for (size_t i = 0; mask != 0 && i < Info(n).site_calls.size(); ++i) {
     if (!(mask & (uint64_t{1} << i))) continue;
-    for (const OutEdge& e : exe_->nodes[n.site_calls[i]].out()) {
+    for (const OutEdge& e : exe_->nodes[Info(n).site_calls[i]].out()) {
       if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, kNoValue, true)) {
         Push(child, e.dst);
         ++ready;
@@ -1295,8 +1296,8 @@ int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
 // whole site instead would deadlock: the backward part's arguments are
 // computed from the forward part's results.
 void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready) {
-  ChildSlot& cs = f->children()[n.child_slot];
-  const uint64_t bit = uint64_t{1} << n.site_call_index;
+  ChildSlot& cs = f->children()[Info(n).child_slot];
+  const uint64_t bit = uint64_t{1} << Info(n).site_call_index;
   if (dead) {
     cs.dead_calls.fetch_or(bit, std::memory_order_acq_rel);
   } else if (cs.arrivals.fetch_add(1u << 16, std::memory_order_acq_rel) & kSiteClosedDead) {
@@ -1304,7 +1305,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     // consistent invocation to join (never the case for graphs that
     // AddGradients builds, where both parts share their Cond context).
     run_->Fail(absl::FailedPreconditionError(
-        absl::StrCat(NodeAtTag(n, f), ": a live argument reached a call site whose other part was all dead")));
+        absl::StrCat(NodeAtTag(Info(n), f), ": a live argument reached a call site whose other part was all dead")));
     Release(child, child_delta);
     Release(f, self_ready - 1);
     return;
@@ -1315,10 +1316,10 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     void* c = cs.child.load(std::memory_order_acquire);
     return c == nullptr || c == kChildDone ? nullptr : static_cast<Frame*>(c);
   };
-  if ((arrived & n.part_mask) == n.part_mask) {
-    const uint64_t part_dead = cs.dead_calls.load(std::memory_order_acquire) & n.part_mask;
+  if ((arrived & Info(n).part_mask) == Info(n).part_mask) {
+    const uint64_t part_dead = cs.dead_calls.load(std::memory_order_acquire) & Info(n).part_mask;
     bool closed = false;
-    if (part_dead == n.part_mask) {
+    if (part_dead == Info(n).part_mask) {
       uint32_t cur = cs.arrivals.load(std::memory_order_acquire);
       while (((cur >> 16) & 0x7FFF) == 0) {
         if (cs.arrivals.compare_exchange_weak(cur, cur | kSiteClosedDead, std::memory_order_acq_rel)) {
@@ -1339,7 +1340,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   // not the last to arrive: a Call whose part completed still delivers its
   // dead arguments after announcing its arrival, and the invocation must
   // not complete (and its frame be reused) under those deliveries.
-  if (FetchAdd(cs.finished, 1, Alone(f)) + 1 == static_cast<uint32_t>(n.site_calls.size())) {
+  if (FetchAdd(cs.finished, 1, Alone(f)) + 1 == static_cast<uint32_t>(Info(n).site_calls.size())) {
     child = existing_child();
     if (child != nullptr) Release(child, -1);
   }
@@ -1361,7 +1362,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
     Release(f, ready - 1);
     return;
   }
-  const ExecBlock& block = exe_->blocks[n.target_block];
+  const ExecBlock& block = exe_->blocks[Info(n).target_block];
   Frame* child = NewFrame(block, Frame::Kind::kInvocation, f, n);
   if (child == nullptr) {
     Release(f, -1);
@@ -1383,12 +1384,12 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
   inst->edge_begin[block.nodes.size()] = static_cast<int32_t>(inst->edges.size());
   run_->instantiations.fetch_add(1, std::memory_order_relaxed);
   child->instance = inst;
-  child->label = n.label;
-  child->slot_in_parent = n.child_slot;
+  child->label = Info(n).label;
+  child->slot_in_parent = Info(n).child_slot;
   child->caller_node = n.id;
   for (int32_t i = 0; i < n.num_data_inputs && i < block.num_args; ++i) child->args()[i] = std::move(slots[i]);
   child->refs.store(static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
-  f->children()[n.child_slot].child.store(child, std::memory_order_release);
+  f->children()[Info(n).child_slot].child.store(child, std::memory_order_release);
   f->refs.fetch_add(1, std::memory_order_relaxed);
   for (int32_t src : block.sources) Push(child, src);
   if (block.sources.empty()) FrameDone(child);
@@ -1400,7 +1401,7 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   const ExecNode& invoke = exe_->nodes[f->caller_node];
   int ready = 0;
   for (const OutEdge& e : invoke.out()) {
-    if (e.src_port != n.io_index) continue;
+    if (e.src_port != Info(n).io_index) continue;
     if (DeliverEdge(parent, e, outs[0].value, dead)) {
       Push(parent, e.dst);
       ++ready;
@@ -1429,15 +1430,15 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       const Token* in1 = &slots[1];
       if (n.has_invariants) {  // loop invariants are read in place
         for (int32_t i = 0; i < n.num_inputs; ++i)
-          if (n.invariant_input[i] < 0 ? slots[i].dead : f->loop->invariants[n.invariant_input[i]].dead) return false;
-        if (n.num_data_inputs > 0 && n.invariant_input[0] >= 0) in0 = &f->loop->invariants[n.invariant_input[0]];
-        if (n.num_data_inputs > 1 && n.invariant_input[1] >= 0) in1 = &f->loop->invariants[n.invariant_input[1]];
+          if (Info(n).invariant_input[i] < 0 ? slots[i].dead : f->loop->invariants[Info(n).invariant_input[i]].dead) return false;
+        if (n.num_data_inputs > 0 && Info(n).invariant_input[0] >= 0) in0 = &f->loop->invariants[Info(n).invariant_input[0]];
+        if (n.num_data_inputs > 1 && Info(n).invariant_input[1] >= 0) in1 = &f->loop->invariants[Info(n).invariant_input[1]];
       } else {
         for (int32_t i = 0; i < n.num_inputs; ++i)
           if (slots[i].dead) return false;
       }
       if (n.is_const) {
-        out0 = n.const_value;
+        out0 = Info(n).const_value;
         break;
       }
       if (n.num_data_inputs == 0) return false;
@@ -1565,7 +1566,7 @@ bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
     if (in[i].dead) return false;
   Tensor out;
   if (n.lean == LeanKind::kConst) {
-    out = n.const_value;
+    out = Info(n).const_value;
   } else {
     if (!in[0].value.device().is_cpu()) return false;  // the kernel decides about device tensors
     out = std::move(in[0].value);
@@ -1629,13 +1630,13 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     for (int32_t i = 0; i < n.num_inputs; ++i) dead |= slots[i].dead;
   } else {
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      dead |= n.invariant_input[i] >= 0 ? f->loop->invariants[n.invariant_input[i]].dead : slots[i].dead;
+      dead |= Info(n).invariant_input[i] >= 0 ? f->loop->invariants[Info(n).invariant_input[i]].dead : slots[i].dead;
   }
   if (has_invariants && n.kind != NodeKind::kKernel) {
     // Control-flow nodes read their slots; kernels read invariants in place.
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      if (n.invariant_input[i] >= 0) {
-        slots[i].value = f->loop->invariants[n.invariant_input[i]].value;
+      if (Info(n).invariant_input[i] >= 0) {
+        slots[i].value = f->loop->invariants[Info(n).invariant_input[i]].value;
         if (!slots[i].value.is_inline_scalar()) f->holds_tensors.store(true, std::memory_order_relaxed);
       }
   }
@@ -1647,17 +1648,17 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     case NodeKind::kKernel: {
       if (dead) break;
       if (n.is_const) {
-        out[0].value = n.const_value;
+        out[0].value = Info(n).const_value;
         break;
       }
       const Tensor* in0 = nullptr;
       const Tensor* in1 = nullptr;
       if (n.num_data_inputs > 0) {
-        in0 = (has_invariants && n.invariant_input[0] >= 0) ? &f->loop->invariants[n.invariant_input[0]].value
+        in0 = (has_invariants && Info(n).invariant_input[0] >= 0) ? &f->loop->invariants[Info(n).invariant_input[0]].value
                                                             : &slots[0].value;
       }
       if (n.num_data_inputs > 1) {
-        in1 = (has_invariants && n.invariant_input[1] >= 0) ? &f->loop->invariants[n.invariant_input[1]].value
+        in1 = (has_invariants && Info(n).invariant_input[1] >= 0) ? &f->loop->invariants[Info(n).invariant_input[1]].value
                                                             : &slots[1].value;
       }
       if (n.scalar_op != ScalarOp::kNone && n.num_data_inputs <= 2 && in0 != nullptr &&
@@ -1668,7 +1669,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       break;
     }
     case NodeKind::kPlaceholder:
-      out[0].value = run_->feeds[n.io_index];
+      out[0].value = run_->feeds[Info(n).io_index];
       break;
     case NodeKind::kSwitch: {
       if (slots[1].dead || (dead && n.switch_group < 0)) break;
@@ -1679,7 +1680,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       } else {
         absl::StatusOr<bool> v = p.ScalarValue<bool>();
         if (!v.ok()) {
-          run_->Fail(absl::InvalidArgumentError(absl::StrCat(NodeAtTag(n, f), ": predicate: ", v.status().message())));
+          run_->Fail(absl::InvalidArgumentError(absl::StrCat(NodeAtTag(Info(n), f), ": predicate: ", v.status().message())));
           return;
         }
         pred = *v;
@@ -1701,7 +1702,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       if (n.num_data_inputs > 0) out[0].value = std::move(slots[0].value);
       break;
     case NodeKind::kArg:
-      out[0].value = f->args()[n.io_index].value;
+      out[0].value = f->args()[Info(n).io_index].value;
       break;
     default:
       break;
@@ -1732,7 +1733,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
         Release(f, -1);
         break;
       }
-      f->loop->exit_live[n.io_index] = 1;
+      f->loop->exit_live[Info(n).io_index] = 1;
       Frame* parent = f->parent;
       int ready = DeliverEdges(parent, n.out().data(), n.out().data() + n.out().size(), out, false);
       if (ready > 0) FetchAdd(parent->refs, ready, Alone(parent));
@@ -1772,16 +1773,16 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
   Token* slots = f->slots() + n.slot_base;
   in_ptrs_.resize(n.num_data_inputs);
   for (int32_t i = 0; i < n.num_data_inputs; ++i) {
-    in_ptrs_[i] = (has_invariants && n.invariant_input[i] >= 0) ? &f->loop->invariants[n.invariant_input[i]].value
+    in_ptrs_[i] = (has_invariants && Info(n).invariant_input[i] >= 0) ? &f->loop->invariants[Info(n).invariant_input[i]].value
                                                                 : &slots[i].value;
   }
   kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
-  KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, n.device);
-  if (n.device_context != nullptr) ctx.set_device_context(n.device_context);
+  KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Info(n).device);
+  if (Info(n).device_context != nullptr) ctx.set_device_context(Info(n).device_context);
   ctx.set_session_state(run_->variables);
-  absl::Status s = n.kernel->Compute(ctx);
+  absl::Status s = Info(n).kernel->Compute(ctx);
   if (!s.ok()) {
-    run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(n, f), ": ", s.message())));
+    run_->Fail(absl::Status(s.code(), absl::StrCat(NodeAtTag(Info(n), f), ": ", s.message())));
     for (int32_t i = 0; i < n.num_outputs; ++i) kernel_out_[i] = Tensor();
     return false;
   }
@@ -1791,7 +1792,7 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
 
 void Worker::RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0) {
   auto t1 = std::chrono::steady_clock::now();
-  FiringEvent ev{&n.def->name, &n.def->op, TagString(f), worker_id_, dead,
+  FiringEvent ev{&Info(n).def->name, &Info(n).def->op, TagString(f), worker_id_, dead,
                  std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_->start).count(),
                  std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - run_->start).count()};
   if (run_->observer != nullptr) run_->observer->OnFiring(ev);
@@ -1976,7 +1977,7 @@ int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::
         const ExecNode& n = exe.nodes[block.nodes[i]];
         const int32_t p = f->pending()[i].load(std::memory_order_relaxed);
         if (n.kind != NodeKind::kMerge && p > 0 && p < n.pending_init)
-          waiting->push_back(absl::StrCat(NodeAtTag(n, f), " waits for ", p, " of ", n.pending_init, " inputs"));
+          waiting->push_back(absl::StrCat(NodeAtTag(exe.info[n.id], f), " waits for ", p, " of ", n.pending_init, " inputs"));
       }
     }
     ChildSlot* children = f->children();
@@ -2006,6 +2007,7 @@ Executor::Executor(const ExecutableGraph* exe, const SessionOptions& options, Va
 Executor::~Executor() = default;
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, RunStats* stats) {
+  auto Info = [this](const ExecNode& n) -> const NodeInfo& { return exe_->info[n.id]; };
   RunState run;
   run.exe = exe_;
   run.options = &options_;
@@ -2025,17 +2027,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (id < 0 || exe_->nodes[id].kind != NodeKind::kPlaceholder)
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' does not name a Placeholder of the graph"));
     const ExecNode& n = exe_->nodes[id];
-    absl::StatusOr<DType> want = n.def->GetType("dtype");
+    absl::StatusOr<DType> want = Info(n).def->GetType("dtype");
     if (!want.ok()) return want.status();
     if (value.dtype() != *want)
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is ", DTypeName(value.dtype()),
                                                      "; node '", name, "' (Placeholder) wants ", DTypeName(*want)));
-    run.feeds[n.io_index] = value;
-    fed[n.io_index] = 1;
+    run.feeds[Info(n).io_index] = value;
+    fed[Info(n).io_index] = 1;
   }
   for (size_t i = 0; i < fed.size(); ++i) {
     if (!fed[i])
-      return absl::InvalidArgumentError(absl::StrCat("node '", exe_->nodes[exe_->placeholders[i]].def->name,
+      return absl::InvalidArgumentError(absl::StrCat("node '", exe_->info[exe_->placeholders[i]].def->name,
                                                      "' (Placeholder): missing feed"));
   }
   run.fetch_first.assign(exe_->nodes.size(), -1);
@@ -2142,15 +2144,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
         const ExecNode& n = exe_->nodes[run.fetches[k].node];
         bool fired = run.fired_in_root[n.id];
         status = absl::FailedPreconditionError(absl::StrCat(
-            "fetch '", request.fetches[k], "' was not produced: node '", n.def->name, "' (", n.def->op, ") ",
+            "fetch '", request.fetches[k], "' was not produced: node '", Info(n).def->name, "' (", Info(n).def->op, ") ",
             fired ? "fired with a dead output" : "never fired", "; the run stopped making progress"));
         break;
       }
     }
     for (int32_t id : targets) {
       if (status.ok() && !run.fired_in_root[id])
-        status = absl::FailedPreconditionError(absl::StrCat("target node '", exe_->nodes[id].def->name, "' (",
-                                                            exe_->nodes[id].def->op, ") never ran"));
+        status = absl::FailedPreconditionError(absl::StrCat("target node '", exe_->info[id].def->name, "' (",
+                                                            exe_->info[id].def->op, ") never ran"));
     }
   }
   // Reclaim whatever is still live (after errors and stalls); on a clean run
@@ -2176,7 +2178,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     s.firings = s.live_firings + s.dead_firings;
     for (size_t i = 0; i < run.live_by_node.size(); ++i) {
       if (run.live_by_node[i] == 0 && run.dead_by_node[i] == 0) continue;
-      s.firings_by_node[exe_->nodes[i].def->name] = {run.live_by_node[i], run.dead_by_node[i]};
+      s.firings_by_node[exe_->info[i].def->name] = {run.live_by_node[i], run.dead_by_node[i]};
     }
     s.frames_created = run.frames_created.load();
     s.peak_live_frames = run.peak_live_frames.load();

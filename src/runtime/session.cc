@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, Ses
   TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(executable, options.mode, options));
   // Variables start from their initial value (or zeros of their shape).
   for (int32_t id : impl->exe->variables) {
-    const NodeDef& def = *impl->exe->nodes[id].def;
+    const NodeDef& def = *impl->exe->info[id].def;
     auto slot = std::make_unique<runtime::VariableSlot>();
     slot->name = def.name;
     TDF_ASSIGN_OR_RETURN(slot->dtype, def.GetType("dtype"));
