@@ -49,6 +49,7 @@ struct Measurement {
   std::string error;
   double seconds = kNaN;  // real time per run
   int64_t iterations = 0;
+  bool warmed_up = false;  // the untimed first run is done (BenchmarkBody)
   // tdf runs (RunStats of the last run):
   int64_t firings = -1;
   int64_t peak_live_frames = -1;
