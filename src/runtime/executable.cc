@@ -170,7 +170,9 @@ class Compiler {
       // A Merge reads only the input that fired it, however many it has
       // (a function's argument Merge has one per call site). Kernels read
       // loop invariants in place; control-flow nodes copy them (Fire).
-      if (exe_->mode == ExecutionMode::kStatic && n.block != 0 && !n.has_invariants && !n.is_result && !n.folded) {
+      // Main-block nodes too: the executor sends the run's fetched and target
+      // nodes down the recording path (RunState::root_watch).
+      if (exe_->mode == ExecutionMode::kStatic && !n.has_invariants && !n.is_result && !n.folded) {
         if (n.kind == NodeKind::kKernel && !n.is_const && n.scalar_op != ScalarOp::kNone && n.num_inputs == 2 &&
             n.num_data_inputs == 2) {
           n.lean = LeanKind::kScalarBinary;

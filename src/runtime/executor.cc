@@ -346,12 +346,16 @@ struct RunState {
   const SessionOptions* options = nullptr;
   VariableStore* variables = nullptr;
   std::vector<Tensor> feeds;                 // by placeholder ordinal
-  std::vector<int32_t> fetch_first;          // per node: first fetch index or -1
+  // Main-block nodes (by index in the block) that are fetched or targets:
+  // only their firings take the recording path, so the rest of the main
+  // graph fires as lean as a function body (a 10^6-op chain).
+  std::vector<uint8_t> root_watch;
+  absl::flat_hash_map<int32_t, int32_t> fetch_first;  // node id -> first fetch index
   std::vector<FetchTarget> fetches;
   std::vector<int32_t> fetch_next;           // next fetch index of the same node
   std::vector<Tensor> fetched;
   std::vector<uint8_t> fetched_set;
-  std::vector<uint8_t> fired_in_root;        // per node of the main block (targets)
+  std::vector<uint8_t> fired_in_root;        // per main-block index, set for watched nodes
   Frame* root = nullptr;
   std::atomic<bool> root_done{false};
 
@@ -1419,10 +1423,7 @@ void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
 // having changed nothing, when the case is not covered; Fire handles it.
 bool Worker::FireFast(Frame* f, const ExecNode& n) {
   if (f->instance != nullptr) return false;  // dynamic mode reads its copied edges in Fire
-  if (f == run_->root) {
-    if (run_->fetch_first[n.id] >= 0) return false;  // Fire records fetched values
-    run_->fired_in_root[n.id] = 1;                    // for targets
-  }
+  if (f == run_->root && run_->root_watch[n.index]) return false;  // Fire records fetches and targets
   Token* slots = f->slots() + n.slot_base;
   Tensor out0, out1;   // out1: a Merge's value_index
   int dead_port = -1;  // Switch: the untaken port
@@ -1725,7 +1726,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   }
   if (!live_by_node_.empty()) ++(dead ? dead_by_node_ : live_by_node_)[n.id];
   if (run_->tracing) RecordFiring(f, n, dead, t0);
-  if (f == run_->root) RecordFetch(n, out);
+  if (f == run_->root && run_->root_watch[n.index]) RecordFetch(n, out);
 
   switch (n.kind) {
     case NodeKind::kEnter:
@@ -1803,8 +1804,10 @@ void Worker::RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::s
 }
 
 void Worker::RecordFetch(const ExecNode& n, const Token* out) {
-  run_->fired_in_root[n.id] = 1;
-  for (int32_t k = run_->fetch_first[n.id]; k >= 0; k = run_->fetch_next[k]) {
+  run_->fired_in_root[n.index] = 1;
+  auto first = run_->fetch_first.find(n.id);
+  if (first == run_->fetch_first.end()) return;  // a target
+  for (int32_t k = first->second; k >= 0; k = run_->fetch_next[k]) {
     const FetchTarget& t = run_->fetches[k];
     if (!out[t.port].dead) {
       run_->fetched[k] = out[t.port].value;
@@ -1923,7 +1926,9 @@ void Worker::Loop(std::vector<ReadyItem> items) {
     const ExecNode& node = exe_->nodes[item.node];
     bool fired = false;
     if (node.fast && fast_ok_) {
-      fired = (node.lean != LeanKind::kNone && FireLean(item.frame, node)) || FireFast(item.frame, node);
+      fired = (node.lean != LeanKind::kNone && (item.frame != run_->root || !run_->root_watch[node.index]) &&
+               FireLean(item.frame, node)) ||
+              FireFast(item.frame, node);
     }
     if (!fired) Fire(item.frame, node);
     ++fired_;
@@ -2043,7 +2048,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       return absl::InvalidArgumentError(absl::StrCat("node '", exe_->info[exe_->placeholders[i]].def->name,
                                                      "' (Placeholder): missing feed"));
   }
-  run.fetch_first.assign(exe_->nodes.size(), -1);
+  const size_t main_nodes = exe_->blocks[0].nodes.size();
+  run.root_watch.assign(main_nodes, 0);
   for (const std::string& fetch : request.fetches) {
     absl::StatusOr<InputRef> ref = InputRef::Parse(fetch);
     if (!ref.ok() || ref->is_control) return absl::InvalidArgumentError(absl::StrCat("malformed fetch '", fetch, "'"));
@@ -2054,18 +2060,21 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node has ", exe_->nodes[id].num_outputs,
                                                      " outputs"));
     run.fetches.push_back({id, ref->port});
-    run.fetch_next.push_back(run.fetch_first[id]);
-    run.fetch_first[id] = static_cast<int32_t>(run.fetches.size()) - 1;
+    auto [first, inserted] = run.fetch_first.try_emplace(id, -1);
+    run.fetch_next.push_back(first->second);
+    first->second = static_cast<int32_t>(run.fetches.size()) - 1;
+    run.root_watch[exe_->nodes[id].index] = 1;
   }
   std::vector<int32_t> targets;
   for (const std::string& t : request.targets) {
     int32_t id = exe_->FindMainNode(t);
     if (id < 0) return absl::NotFoundError(absl::StrCat("target '", t, "': no node of that name in the main graph"));
     targets.push_back(id);
+    run.root_watch[exe_->nodes[id].index] = 1;
   }
   run.fetched.resize(run.fetches.size());
   run.fetched_set.assign(run.fetches.size(), 0);
-  run.fired_in_root.assign(exe_->nodes.size(), 0);
+  run.fired_in_root.assign(main_nodes, 0);
   {
     base::MutexLock lock(&run.mu);
     run.live_by_op.assign(exe_->op_names.size(), 0);
@@ -2145,7 +2154,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     for (size_t k = 0; k < run.fetches.size(); ++k) {
       if (!run.fetched_set[k]) {
         const ExecNode& n = exe_->nodes[run.fetches[k].node];
-        bool fired = run.fired_in_root[n.id];
+        bool fired = run.fired_in_root[n.index];
         status = absl::FailedPreconditionError(absl::StrCat(
             "fetch '", request.fetches[k], "' was not produced: node '", Info(n).def->name, "' (", Info(n).def->op, ") ",
             fired ? "fired with a dead output" : "never fired", "; the run stopped making progress"));
@@ -2153,7 +2162,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       }
     }
     for (int32_t id : targets) {
-      if (status.ok() && !run.fired_in_root[id])
+      if (status.ok() && !run.fired_in_root[exe_->nodes[id].index])
         status = absl::FailedPreconditionError(absl::StrCat("target node '", exe_->info[id].def->name, "' (",
                                                             exe_->info[id].def->op, ") never ran"));
     }
