@@ -89,8 +89,9 @@ struct alignas(64) ExecNode {
   bool is_const = false;        // Const: the value is emitted without a kernel call
   bool has_invariants = false;  // some input reads a loop invariant
   bool is_result = false;       // a function's result (return_edges_by_label)
-  // Static mode, outside main (no copied bodies, fetches or targets): the
-  // common shapes Worker::FireLean fires without FireFast's generality.
+  // Static mode (no copied bodies): the common shapes Worker::FireLean
+  // fires without FireFast's generality. In main, a run's fetched and
+  // target nodes still take the recording path (RunState::root_watch).
   LeanKind lean = LeanKind::kNone;
   int32_t id = 0;         // global
   int32_t index = 0;      // dense index inside the block (pending counters)

@@ -270,6 +270,16 @@ inline T FetchAdd(std::atomic<T>& a, D delta, bool alone) {
   return a.fetch_add(static_cast<T>(delta), std::memory_order_acq_rel);
 }
 
+template <typename T>
+inline T FetchOr(std::atomic<T>& a, T bits, bool alone) {
+  if (alone) {
+    const T v = a.load(std::memory_order_relaxed);
+    a.store(static_cast<T>(v | bits), std::memory_order_relaxed);
+    return v;
+  }
+  return a.fetch_or(bits, std::memory_order_acq_rel);
+}
+
 // A loop's lock, taken only when another worker may touch the loop: a
 // worker alone with the run (see FetchAdd) would pay two atomic operations
 // per iteration for nothing.
@@ -1106,7 +1116,8 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       // One external reference until the site's last Call has arrived.
       fresh->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
       void* expected = nullptr;
-      if (Info(n).site_num_calls == 1) {
+      // Alone: no other Call of the site can race us to the child slot.
+      if (Info(n).site_num_calls == 1 || Alone(f)) {
         cs.child.store(fresh, std::memory_order_release);
         child = fresh;
       } else if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
@@ -1156,7 +1167,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   bool last = true;
   int lives = dead ? 0 : 1;
   if (Info(n).site_num_calls > 1) {
-    if (dead) cs.dead_calls.fetch_or(uint64_t{1} << Info(n).site_call_index, std::memory_order_acq_rel);
+    if (dead) FetchOr(cs.dead_calls, uint64_t{1} << Info(n).site_call_index, Alone(f));
     uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
     last = static_cast<int32_t>((prev & 0xFFFF) + 1) == Info(n).site_num_calls;
     lives += static_cast<int>(prev >> 16);
@@ -1305,9 +1316,12 @@ int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
 void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready) {
   ChildSlot& cs = f->children()[Info(n).child_slot];
   const uint64_t bit = uint64_t{1} << Info(n).site_call_index;
+  // A lock prefix here stalled 1-worker gradient runs on the parent's cold
+  // child slot: a locked operation cannot overlap its miss with others.
+  const bool alone = Alone(f);
   if (dead) {
-    cs.dead_calls.fetch_or(bit, std::memory_order_acq_rel);
-  } else if (cs.arrivals.fetch_add(1u << 16, std::memory_order_acq_rel) & kSiteClosedDead) {
+    FetchOr(cs.dead_calls, bit, alone);
+  } else if (FetchAdd(cs.arrivals, 1u << 16, alone) & kSiteClosedDead) {
     // Another part already returned dead: this live argument has no
     // consistent invocation to join (never the case for graphs that
     // AddGradients builds, where both parts share their Cond context).
@@ -1317,7 +1331,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     Release(f, self_ready - 1);
     return;
   }
-  const uint64_t arrived = cs.arrived.fetch_or(bit, std::memory_order_acq_rel) | bit;
+  const uint64_t arrived = FetchOr(cs.arrived, bit, alone) | bit;
   auto existing_child = [&]() -> Frame* {
     if (child != nullptr) return child;
     void* c = cs.child.load(std::memory_order_acquire);
@@ -1329,6 +1343,11 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     if (part_dead == Info(n).part_mask) {
       uint32_t cur = cs.arrivals.load(std::memory_order_acquire);
       while (((cur >> 16) & 0x7FFF) == 0) {
+        if (alone) {
+          cs.arrivals.store(cur | kSiteClosedDead, std::memory_order_relaxed);
+          closed = true;
+          break;
+        }
         if (cs.arrivals.compare_exchange_weak(cur, cur | kSiteClosedDead, std::memory_order_acq_rel)) {
           closed = true;
           break;
@@ -1347,7 +1366,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   // not the last to arrive: a Call whose part completed still delivers its
   // dead arguments after announcing its arrival, and the invocation must
   // not complete (and its frame be reused) under those deliveries.
-  if (FetchAdd(cs.finished, 1, Alone(f)) + 1 == static_cast<uint32_t>(Info(n).site_calls.size())) {
+  if (FetchAdd(cs.finished, 1, alone) + 1 == static_cast<uint32_t>(Info(n).site_calls.size())) {
     child = existing_child();
     if (child != nullptr) Release(child, -1);
   }
