@@ -137,6 +137,10 @@ class Buffer {
   Deleter deleter_;
 };
 
+namespace runtime {
+struct Token;
+}  // namespace runtime
+
 class Tensor {
  public:
   // An invalid tensor (dtype kInvalid); the state of empty token slots.
@@ -246,6 +250,7 @@ class Tensor {
   std::string DebugString() const;
 
  private:
+  friend struct runtime::Token;  // keeps a token's deadness in reserved_[0]
   struct Rep {
     static void* operator new(size_t bytes);  // as Buffer's
     static void operator delete(void* p);

@@ -549,7 +549,7 @@ class Worker {
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
-  bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead); }
+  bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead()); }
   bool DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead);
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
   bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
@@ -868,10 +868,8 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
   std::atomic<int32_t>& state = t->pending()[dst.index];
   if (!dead) {
     const int32_t input = slot - dst.slot_base;
-    Token& s = t->slots()[slot];
-    s.value = value;
+    t->slots()[slot].Set(value, false);
     if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
-    s.dead = false;
     int32_t cur = state.load(std::memory_order_relaxed);
     if (Alone(t)) {
       if (cur & kMergeFired) return false;
@@ -892,10 +890,8 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
   if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
-  Token& s = t->slots()[e.dst_slot];
-  s.value = value;
+  t->slots()[e.dst_slot].Set(value, dead);
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
-  s.dead = dead;
   if (e.dst_mode == DstMode::kSingle) return true;
   return FetchAdd(t->pending()[e.dst_index], -1, Alone(t)) == 1;
 }
@@ -915,7 +911,7 @@ int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Tok
   for (const OutEdge* e = begin; e != end; ++e) {
     const bool control = e->src_port < 0;
     const Tensor& value = control ? kNoValue : outs[e->src_port].value;
-    const bool edge_dead = control ? dead : outs[e->src_port].dead;
+    const bool edge_dead = control ? dead : outs[e->src_port].dead();
     if (DeliverEdge(t, *e, value, edge_dead)) {
       Push(t, e->dst);
       ++ready;
@@ -952,7 +948,7 @@ void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bo
   for (const OutEdge& e : n.out()) {
     if (e.src_port == dead_port) continue;
     const bool control = e.src_port < 0;
-    if (DeliverEdge(f, e, control ? kNoValue : outs[e.src_port].value, control ? dead : outs[e.src_port].dead)) {
+    if (DeliverEdge(f, e, control ? kNoValue : outs[e.src_port].value, control ? dead : outs[e.src_port].dead())) {
       Push(f, e.dst);
       ++ready;
     }
@@ -1002,7 +998,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     {
       LoopLock lock(loop->mu, alone_);
       loop->invariants[Info(n).io_index] = outs[0];
-      loop->invariants[Info(n).io_index].dead = dead;
+      loop->invariants[Info(n).io_index].set_dead(dead);
       if (++loop->invariants_arrived == loop->block->num_invariants && !loop->early.empty()) {
         // Enters that arrived before the invariants start iteration 0 now.
         start = CreateIteration(loop, 0);
@@ -1036,7 +1032,7 @@ void Worker::FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       for (const OutEdge& e : n.out()) {
         DeferredToken d{e, Token{}};
         d.token = outs[0];
-        d.token.dead = dead;
+        d.token.set_dead(dead);
         loop->early.push_back(std::move(d));
       }
       ++loop->early_enters;
@@ -1377,7 +1373,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
   Token* slots = f->slots() + n.slot_base;
   if (dead) {
     Token outs[1];
-    outs[0].dead = true;
+    outs[0].set_dead(true);
     int ready = 0;
     for (const OutEdge& e : n.out()) {
       if (DeliverEdge(f, e, kNoValue, true)) {
@@ -1453,12 +1449,12 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       const Token* in1 = &slots[1];
       if (n.has_invariants) {  // loop invariants are read in place
         for (int32_t i = 0; i < n.num_inputs; ++i)
-          if (Info(n).invariant_input[i] < 0 ? slots[i].dead : f->loop->invariants[Info(n).invariant_input[i]].dead) return false;
+          if (Info(n).invariant_input[i] < 0 ? slots[i].dead() : f->loop->invariants[Info(n).invariant_input[i]].dead()) return false;
         if (n.num_data_inputs > 0 && Info(n).invariant_input[0] >= 0) in0 = &f->loop->invariants[Info(n).invariant_input[0]];
         if (n.num_data_inputs > 1 && Info(n).invariant_input[1] >= 0) in1 = &f->loop->invariants[Info(n).invariant_input[1]];
       } else {
         for (int32_t i = 0; i < n.num_inputs; ++i)
-          if (slots[i].dead) return false;
+          if (slots[i].dead()) return false;
       }
       if (n.is_const) {
         out0 = Info(n).const_value;
@@ -1477,7 +1473,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
     }
     case NodeKind::kCall: {
       for (int32_t i = 0; i < n.num_inputs; ++i)
-        if (slots[i].dead) return false;
+        if (slots[i].dead()) return false;
       ++live_by_op_[n.op_id];
       Token outs[1];
       if (n.num_data_inputs > 0) outs[0].value = std::move(slots[0].value);
@@ -1486,7 +1482,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
     }
     case NodeKind::kSwitch: {
       for (int32_t i = 0; i < n.num_inputs; ++i)
-        if (slots[i].dead) return false;
+        if (slots[i].dead()) return false;
       const Tensor& p = slots[1].value;
       if (p.dtype() != DType::kBool || !p.is_inline_scalar()) return false;
       dead_port = p.scalar<bool>() ? 0 : 1;
@@ -1511,18 +1507,18 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       break;
     }
     case NodeKind::kReturn:
-      if (slots[0].dead) return false;
+      if (slots[0].dead()) return false;
       out0 = std::move(slots[0].value);
       break;
     case NodeKind::kExit:
       // Every iteration but the last sends its Exit a dead token: it only
       // ends that firing (LoopDone sends dead exits for a loop never left).
-      if (!slots[0].dead || n.num_inputs != 1) return false;
+      if (!slots[0].dead() || n.num_inputs != 1) return false;
       ++dead_by_op_[n.op_id];
       Release(f, -1);
       return true;
     case NodeKind::kNextIteration: {
-      if (slots[0].dead) return false;
+      if (slots[0].dead()) return false;
       ++live_by_op_[n.op_id];
       Token outs[1];
       outs[0].value = std::move(slots[0].value);
@@ -1575,7 +1571,7 @@ inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
 
 bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
-  if (in[0].dead || in[1].dead) return false;
+  if (in[0].dead() || in[1].dead()) return false;
   Tensor out;
   if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
   EmitLive(f, n, out);
@@ -1586,7 +1582,7 @@ bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
 bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
   for (int32_t i = 0; i < n.num_inputs; ++i)
-    if (in[i].dead) return false;
+    if (in[i].dead()) return false;
   Tensor out;
   if (n.lean == LeanKind::kConst) {
     out = Info(n).const_value;
@@ -1600,7 +1596,7 @@ bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
 
 bool Worker::FireSwitch(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
-  if (in[0].dead || in[1].dead) return false;
+  if (in[0].dead() || in[1].dead()) return false;
   const Tensor& p = in[1].value;
   if (p.dtype() != DType::kBool || !p.is_inline_scalar()) return false;
   const int dead_port = p.scalar<bool>() ? 0 : 1;
@@ -1634,8 +1630,8 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     out = many_out_.data();
   }
   const int32_t num_out_tokens = n.num_outputs > 0 ? n.num_outputs : 1;
-  out[0].dead = false;
-  for (int32_t i = 1; i < num_out_tokens; ++i) out[i].dead = false;
+  out[0].set_dead(false);
+  for (int32_t i = 1; i < num_out_tokens; ++i) out[i].set_dead(false);
   bool dead = false;
   const bool has_invariants = n.has_invariants;
   if (n.kind == NodeKind::kMerge) {
@@ -1648,12 +1644,12 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       dead = true;
     }
   } else if (n.kind == NodeKind::kReturn) {
-    dead = slots[0].dead;
+    dead = slots[0].dead();
   } else if (!has_invariants) {
-    for (int32_t i = 0; i < n.num_inputs; ++i) dead |= slots[i].dead;
+    for (int32_t i = 0; i < n.num_inputs; ++i) dead |= slots[i].dead();
   } else {
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      dead |= Info(n).invariant_input[i] >= 0 ? f->loop->invariants[Info(n).invariant_input[i]].dead : slots[i].dead;
+      dead |= Info(n).invariant_input[i] >= 0 ? f->loop->invariants[Info(n).invariant_input[i]].dead() : slots[i].dead();
   }
   if (has_invariants && n.kind != NodeKind::kKernel) {
     // Control-flow nodes read their slots; kernels read invariants in place.
@@ -1695,7 +1691,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       out[0].value = run_->feeds[Info(n).io_index];
       break;
     case NodeKind::kSwitch: {
-      if (slots[1].dead || (dead && n.switch_group < 0)) break;
+      if (slots[1].dead() || (dead && n.switch_group < 0)) break;
       const Tensor& p = slots[1].value;
       bool pred;
       if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
@@ -1713,7 +1709,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       if (n.switch_group >= 0) dead_port = pred ? 0 : 1;
       if (dead) break;
       out[pred ? 1 : 0].value = std::move(slots[0].value);
-      out[pred ? 0 : 1].dead = true;
+      out[pred ? 0 : 1].set_dead(true);
       break;
     }
     case NodeKind::kEnter:
@@ -1731,7 +1727,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       break;
   }
   if (dead) {
-    for (int32_t i = 0; i < num_out_tokens; ++i) out[i].dead = true;
+    for (int32_t i = 0; i < num_out_tokens; ++i) out[i].set_dead(true);
   }
   // Inputs are consumed: release tensor buffers now, not at frame exit.
   for (int32_t i = 0; i < n.num_inputs; ++i) {
@@ -1828,7 +1824,7 @@ void Worker::RecordFetch(const ExecNode& n, const Token* out) {
   if (first == run_->fetch_first.end()) return;  // a target
   for (int32_t k = first->second; k >= 0; k = run_->fetch_next[k]) {
     const FetchTarget& t = run_->fetches[k];
-    if (!out[t.port].dead) {
+    if (!out[t.port].dead()) {
       run_->fetched[k] = out[t.port].value;
       run_->fetched_set[k] = 1;
     }

@@ -14,7 +14,9 @@
 #define TDF_SRC_RUNTIME_FRAME_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -31,11 +33,29 @@ struct LoopState;
 struct BodyInstance;
 
 // A value (or "go" for control edges) with its deadness. The tag is implied
-// by the frame the token sits in.
+// by the frame the token sits in. 16 bytes: the deadness rides in a header
+// byte Tensor leaves unused, because a frame is mostly token slots and a
+// deep recursion is bound by the bytes its frames take (a separate flag
+// made tokens 24 bytes and exp(x, 10^5)'s frames a third larger). Copying
+// `value` copies the flag too: slots are written with Set, which sets it.
 struct Token {
   Tensor value;
-  bool dead = false;
+
+  bool dead() const { return value.reserved_[0] != 0; }
+  void set_dead(bool dead) { value.reserved_[0] = dead ? 1 : 0; }
+  // value = v, dead = d, in one 16-byte store: a later 16-byte copy of the
+  // token is then store-forwarded (see Tensor::StoreWords).
+  void Set(const Tensor& v, bool d) {
+    value.Release();
+    uint64_t words[2];
+    std::memcpy(words, static_cast<const void*>(&v), sizeof(words));
+    static_assert(offsetof(Tensor, reserved_) == 2, "the flag is byte 2 of the header word");
+    words[0] = (words[0] & ~(uint64_t{0xFF} << 16)) | (d ? uint64_t{1} << 16 : 0);
+    value.StoreWords(words[0], words[1]);
+    if (value.heap_) value.u_.rep->refs.fetch_add(1, std::memory_order_relaxed);
+  }
 };
+static_assert(sizeof(Token) == 16, "a token is a tensor");
 
 // Sentinel stored in a child slot once its child is finished.
 inline void* const kChildDone = reinterpret_cast<void*>(uintptr_t{1});
