@@ -46,13 +46,13 @@ struct Token {
   // value = v, dead = d, in one 16-byte store: a later 16-byte copy of the
   // token is then store-forwarded (see Tensor::StoreWords).
   void Set(const Tensor& v, bool d) {
-    value.Release();
     uint64_t words[2];
     std::memcpy(words, static_cast<const void*>(&v), sizeof(words));
+    if (v.heap_) v.u_.rep->refs.fetch_add(1, std::memory_order_relaxed);  // before Release: `v` may be `value`
+    value.Release();
     static_assert(offsetof(Tensor, reserved_) == 2, "the flag is byte 2 of the header word");
     words[0] = (words[0] & ~(uint64_t{0xFF} << 16)) | (d ? uint64_t{1} << 16 : 0);
     value.StoreWords(words[0], words[1]);
-    if (value.heap_) value.u_.rep->refs.fetch_add(1, std::memory_order_relaxed);
   }
 };
 static_assert(sizeof(Token) == 16, "a token is a tensor");
