@@ -12,6 +12,9 @@ ScalarOp ScalarOpFor(const std::string& op) {
       {"GreaterEqual", ScalarOp::kGreaterEqual}, {"Equal", ScalarOp::kEqual}, {"NotEqual", ScalarOp::kNotEqual},
       {"LogicalAnd", ScalarOp::kLogicalAnd}, {"LogicalOr", ScalarOp::kLogicalOr},
       {"LogicalNot", ScalarOp::kLogicalNot},
+      // AddN of two inputs is Add (one or more than two: its kernel).
+      {"AddN", ScalarOp::kAdd}, {"SumToShapeOf", ScalarOp::kSumToShapeOf},
+      {"ZerosLike", ScalarOp::kZerosLike}, {"OnesLike", ScalarOp::kOnesLike},
   };
   for (const auto& [name, code] : kOps)
     if (op == name) return code;

@@ -21,6 +21,10 @@ enum class ScalarOp : uint8_t {
   kNeg,
   kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual,
   kLogicalAnd, kLogicalOr, kLogicalNot,
+  // The plumbing AddGradients emits around every differentiated op: on
+  // scalars a gradient step is mostly these (exp_ext: 3 of 17 firings).
+  kSumToShapeOf,  // of two scalars: input 0
+  kZerosLike, kOnesLike,
 };
 
 ScalarOp ScalarOpFor(const std::string& op);
@@ -69,8 +73,23 @@ inline bool ComputeScalar(ScalarOp op, const Tensor& a, const Tensor* b, Tensor*
     return true;
   }
   const DType t = a.dtype();
+  if (op == ScalarOp::kSumToShapeOf) {  // nothing to sum between two scalars
+    if (b == nullptr || !b->is_inline_scalar() || t == DType::kInvalid) return false;
+    *out = a;
+    return true;
+  }
   if (b == nullptr) {
     switch (op) {
+      case ScalarOp::kZerosLike:
+      case ScalarOp::kOnesLike: {
+        const int one = op == ScalarOp::kOnesLike ? 1 : 0;
+        if (t == DType::kInt64) { *out = Tensor::Scalar<int64_t>(one); return true; }
+        if (t == DType::kFloat64) { *out = Tensor::Scalar<double>(one); return true; }
+        if (t == DType::kInt32) { *out = Tensor::Scalar<int32_t>(one); return true; }
+        if (t == DType::kFloat32) { *out = Tensor::Scalar<float>(static_cast<float>(one)); return true; }
+        if (t == DType::kBool) { *out = Tensor::Scalar<bool>(one != 0); return true; }
+        return false;
+      }
       case ScalarOp::kNeg:
         if (t == DType::kInt64) { *out = Tensor::Scalar<int64_t>(-a.scalar<int64_t>()); return true; }
         if (t == DType::kFloat64) { *out = Tensor::Scalar<double>(-a.scalar<double>()); return true; }
