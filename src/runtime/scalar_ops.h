@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/kernels/kernel_util.h"
 #include "tdf/tensor.h"
 
 namespace tdf {
@@ -34,19 +35,23 @@ namespace internal {
 template <typename T>
 inline bool Binary(ScalarOp op, T a, T b, Tensor* out) {
   switch (op) {
-    case ScalarOp::kAdd: *out = Tensor::Scalar<T>(static_cast<T>(a + b)); return true;
-    case ScalarOp::kSub: *out = Tensor::Scalar<T>(static_cast<T>(a - b)); return true;
-    case ScalarOp::kMul: *out = Tensor::Scalar<T>(static_cast<T>(a * b)); return true;
+    // Integers wrap on overflow, as the kernels do (kernels::WrapAdd):
+    // signed overflow is undefined in C++, and INT_MIN / -1 traps on x86.
+    case ScalarOp::kAdd: *out = Tensor::Scalar<T>(kernels::WrapAdd(a, b)); return true;
+    case ScalarOp::kSub: *out = Tensor::Scalar<T>(kernels::WrapSub(a, b)); return true;
+    case ScalarOp::kMul: *out = Tensor::Scalar<T>(kernels::WrapMul(a, b)); return true;
     case ScalarOp::kDiv:
       if constexpr (std::is_integral_v<T>) {
         if (b == 0) return false;  // the kernel reports the error
+        *out = Tensor::Scalar<T>(b == -1 ? kernels::WrapSub(T{0}, a) : static_cast<T>(a / b));
+        return true;
       }
       *out = Tensor::Scalar<T>(static_cast<T>(a / b));
       return true;
     case ScalarOp::kMod:
       if constexpr (std::is_integral_v<T>) {
         if (b == 0) return false;
-        *out = Tensor::Scalar<T>(static_cast<T>(a % b));
+        *out = Tensor::Scalar<T>(b == -1 ? T{0} : static_cast<T>(a % b));
         return true;
       } else {
         return false;
@@ -91,9 +96,9 @@ inline bool ComputeScalar(ScalarOp op, const Tensor& a, const Tensor* b, Tensor*
         return false;
       }
       case ScalarOp::kNeg:
-        if (t == DType::kInt64) { *out = Tensor::Scalar<int64_t>(-a.scalar<int64_t>()); return true; }
+        if (t == DType::kInt64) { *out = Tensor::Scalar<int64_t>(kernels::WrapSub(int64_t{0}, a.scalar<int64_t>())); return true; }
         if (t == DType::kFloat64) { *out = Tensor::Scalar<double>(-a.scalar<double>()); return true; }
-        if (t == DType::kInt32) { *out = Tensor::Scalar<int32_t>(-a.scalar<int32_t>()); return true; }
+        if (t == DType::kInt32) { *out = Tensor::Scalar<int32_t>(kernels::WrapSub(int32_t{0}, a.scalar<int32_t>())); return true; }
         if (t == DType::kFloat32) { *out = Tensor::Scalar<float>(-a.scalar<float>()); return true; }
         return false;
       case ScalarOp::kLogicalNot:

@@ -1,6 +1,8 @@
 // The executor's inline scalar path (runtime/scalar_ops.h) must agree with
 // the CPU kernels it stands in for: every op it maps, every dtype, values
-// that include zero, negatives and extremes. Where the fast path declines
+// that include zero, negatives and extremes (integer overflow wraps in
+// both; INT_MIN / -1 must neither trap nor be undefined — UBSan checks the
+// asan preset's run). Where the fast path declines
 // (returns false), the kernel decides; where it answers, the kernel must give
 // the same tensor.
 #include <gtest/gtest.h>
@@ -24,10 +26,13 @@ std::vector<Tensor> Samples(DType dtype) {
     case DType::kBool: return {Tensor::Scalar<bool>(false), Tensor::Scalar<bool>(true)};
     case DType::kInt32:
       return {Tensor::Scalar<int32_t>(0), Tensor::Scalar<int32_t>(7), Tensor::Scalar<int32_t>(-3),
-              Tensor::Scalar<int32_t>(std::numeric_limits<int32_t>::max())};
+              Tensor::Scalar<int32_t>(-1), Tensor::Scalar<int32_t>(std::numeric_limits<int32_t>::max()),
+              Tensor::Scalar<int32_t>(std::numeric_limits<int32_t>::min())};
     case DType::kInt64:
       return {Tensor::Scalar<int64_t>(0), Tensor::Scalar<int64_t>(7), Tensor::Scalar<int64_t>(-3),
-              Tensor::Scalar<int64_t>(int64_t{1} << 40)};
+              Tensor::Scalar<int64_t>(-1), Tensor::Scalar<int64_t>(int64_t{1} << 40),
+              Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::max()),
+              Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::min())};
     case DType::kFloat32:
       return {Tensor::Scalar<float>(0.0f), Tensor::Scalar<float>(2.5f), Tensor::Scalar<float>(-1.25f)};
     case DType::kFloat64:
