@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -327,10 +328,10 @@ class ReadyStack {
   void clear() { size_ = 0; }
   ReadyItem* begin() { return items_; }
   ReadyItem* end() { return items_ + size_; }
-  // Removes the `n` oldest items (the bottom of the stack).
-  void erase_front(size_t n) {
-    std::memmove(items_, items_ + n, (size_ - n) * sizeof(ReadyItem));
-    size_ -= n;
+  // Removes items [first, last), counted from the bottom of the stack.
+  void erase_range(size_t first, size_t last) {
+    std::memmove(items_ + first, items_ + last, (size_ - last) * sizeof(ReadyItem));
+    size_ -= last - first;
   }
 
  private:
@@ -590,6 +591,17 @@ class Worker {
   void IterationDone(Frame* f, FrameList* release, LoopState** loop_release);
   void LoopDone(LoopState* loop, FrameList* release);
   void Offer();
+  // An invocation that some Call of its site has not entered yet (a site of
+  // several Calls creates its invocation at the first argument to arrive).
+  // Not a split site's: its forward part (a whole recursive forward pass in
+  // a gradient) runs before the other part can arrive.
+  bool AwaitsArguments(const Frame* f) const {
+    if (f->kind != Frame::Kind::kInvocation || f->parent == nullptr || f->slot_in_parent < 0) return false;
+    const int32_t calls = f->parent->block->child_site_calls[f->slot_in_parent];
+    if (calls <= 1 || calls == std::numeric_limits<int32_t>::max()) return false;
+    const ChildSlot& cs = f->parent->children()[f->slot_in_parent];
+    return static_cast<int32_t>(cs.arrivals.load(std::memory_order_acquire) & 0xFFFF) < calls;
+  }
   // Every kAloneCheckInterval firings: back to plain loads and stores once
   // no other worker can touch the run's frames; every kCheckInterval,
   // CheckLimits. False when the run must stop.
@@ -1839,8 +1851,28 @@ void Worker::Offer() {
   // Other frames' work first; a single wide frame (a flat graph) offers its own.
   ReadyStack& from = stack_.size() > kOfferThreshold ? stack_ : local_;
   const size_t half = from.size() / 2;
-  std::vector<ReadyItem> items(from.begin(), from.begin() + half);
-  from.erase_front(half);
+  std::vector<ReadyItem> items;
+  items.reserve(half);
+  // Work of an invocation that still waits for arguments stays: it is the
+  // part of one call that needs only the arguments already there (ack's
+  // eager m-1 work: a few firings, then the thief waits), never worth a
+  // theft. Offered, it made ack slower at 2 workers than at 1.
+  size_t kept = 0;
+  for (size_t i = 0; i < half; ++i) {
+    const ReadyItem item = from.begin()[i];
+    if (AwaitsArguments(item.frame)) {
+      from.begin()[kept++] = item;
+    } else {
+      items.push_back(item);
+    }
+  }
+  from.erase_range(kept, half);
+  if (items.empty()) {
+    // Nothing worth stealing now: back off as after a theft not worth it.
+    const int interval = run_->offer_interval.load(std::memory_order_relaxed);
+    run_->offer_interval.store(std::min(interval * 2, kMaxOfferInterval), std::memory_order_relaxed);
+    return;
+  }
   Frame* last = nullptr;
   for (const ReadyItem& item : items) {
     if (item.frame != last) Share(item.frame);
