@@ -141,12 +141,14 @@ class Compiler {
       }
     }
     for (ExecBlock& blk : exe_->blocks) {
-      if (blk.kind == ExecBlock::Kind::kFunction && options_.skip_dead_branches) BuildDeadRegions(blk);
+      // The regions also tell which results are exclusive (ForwardExclusiveResultMerges).
+      if (blk.kind == ExecBlock::Kind::kFunction) BuildDeadRegions(blk, options_.skip_dead_branches);
     }
     if (options_.forward_call_values) {
       ForwardCallArguments();
       ForwardResults();
       ForwardIdentities();
+      ForwardExclusiveResultMerges();
       ForwardReturns();
     }
     CompactSlots();
@@ -655,6 +657,79 @@ class Compiler {
   // along the Return's edges (FireCall): one firing and one delivery less
   // per call (fib 8 -> 7 firings per call). Main-graph Returns still fire:
   // a run may fetch them or name them as targets.
+  // A function's result Merge of two kernels that no predicate value lets
+  // both be live (the branches of one Cond: each is in the other's dead
+  // region) passes the live one on, once per call. The kernels deliver their
+  // live value to the caller's Returns themselves and mark the Merge fired;
+  // the Merge still counts dead inputs and fires, dead, only when all are
+  // (a dead invocation). fib: one firing fewer per call.
+  void ForwardExclusiveResultMerges() {
+    std::vector<NodeBuild>& nodes = nodes_;
+    for (NodeBuild& r : nodes) {
+      if (r.kind != NodeKind::kMerge || r.return_edges_by_label.empty() || r.num_inputs != 2 || r.has_invariants ||
+          exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
+        continue;
+      bool returns_only = true;  // a local consumer would get a dead token from each producer
+      for (const OutEdge& e : r.edges) returns_only &= e.kind == EdgeKind::kReturn && e.src_port == 0;
+      if (!returns_only) continue;
+      // The producer of each input: one edge of a kernel of this frame.
+      int32_t producer[2] = {-1, -1}, edge_of[2] = {-1, -1};
+      int found = 0;
+      bool ok = true;
+      for (int32_t id : exe_->blocks[r.block].nodes) {
+        const std::vector<OutEdge>& edges = nodes[id].edges;
+        for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+          if (edges[k].dst != r.id) continue;
+          const int32_t input = edges[k].dst_slot - r.slot_base;
+          if (input < 0 || input > 1 || producer[input] >= 0 || id == producer[1 - input]) {
+            ok = false;
+            continue;
+          }
+          producer[input] = id;
+          edge_of[input] = k;
+          ++found;
+        }
+      }
+      if (!ok || found != 2) continue;
+      for (int i = 0; i < 2 && ok; ++i) {
+        const NodeBuild& p = nodes[producer[i]];
+        const OutEdge& into = p.edges[edge_of[i]];
+        ok = p.kind == NodeKind::kKernel && !p.folded && p.return_edges_by_label.empty() && !p.has_invariants &&
+             p.block == r.block && into.kind == EdgeKind::kLocal && into.src_port >= 0;
+      }
+      if (!ok || !Exclusive(producer[0], producer[1])) continue;
+      for (int i = 0; i < 2; ++i) {
+        NodeBuild& p = nodes[producer[i]];
+        OutEdge& into = p.edges[edge_of[i]];
+        into.dst_mode = DstMode::kMergeMark;
+        const int16_t port = into.src_port;
+        const int32_t shift = static_cast<int32_t>(p.edges.size());
+        for (OutEdge e : r.edges) {
+          e.src_port = port;
+          p.edges.push_back(e);
+        }
+        p.return_edges_by_label = r.return_edges_by_label;
+        for (auto& range : p.return_edges_by_label) {
+          if (range.first == range.second) continue;
+          range.first += shift;
+          range.second += shift;
+        }
+        p.returns_only_live = true;
+      }
+    }
+  }
+
+  // Whether one predicate group's opposite ports make `a` and `b` dead:
+  // then no frame has both live.
+  bool Exclusive(int32_t a, int32_t b) const {
+    auto ia = dead_with_.find(a), ib = dead_with_.find(b);
+    if (ia == dead_with_.end() || ib == dead_with_.end()) return false;
+    for (const DeadWith& x : ia->second)
+      for (const DeadWith& y : ib->second)
+        if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
+    return false;
+  }
+
   void ForwardReturns() {
     std::vector<NodeBuild>& nodes = nodes_;
     std::vector<uint8_t> forwardable(nodes.size(), 0);
@@ -789,7 +864,9 @@ class Compiler {
   // See DeadRegionGroup (executable.h). Only function bodies: recursion is
   // where dead branches are fired over and over (one per call), and loop
   // bodies keep TensorFlow's dead exiting iteration, which tests observe.
-  void BuildDeadRegions(ExecBlock& blk) {
+  // `skip`: install the groups (SessionOptions::skip_dead_branches); else
+  // only record which nodes each group's ports make dead.
+  void BuildDeadRegions(ExecBlock& blk, bool skip) {
     std::vector<NodeBuild>& nodes = nodes_;
     const int32_t size = static_cast<int32_t>(blk.nodes.size());
     struct In {
@@ -903,9 +980,14 @@ class Compiler {
         }
         // A member inside its own region would never fire: no jump for it.
         for (int32_t m : groups[g]) enabled[g] &= !r.in[m];
+        // Which nodes a predicate value makes dead is a fact of the graph,
+        // whether the group jumps or not (ForwardExclusiveResultMerges).
+        for (int32_t v = 0; v < size; ++v)
+          if (r.in[v]) dead_with_[blk.nodes[v]].push_back({blk.id, static_cast<int32_t>(g), port});
         regions.push_back(std::move(r));
       }
     }
+    if (!skip) return;
     // Overlapping regions must nest group-wise: a group partly inside
     // another group's region could wait forever for a member that never
     // fires, and two unrelated regions could both deliver one frontier edge.
@@ -1007,6 +1089,12 @@ class Compiler {
   ExecutableGraph* exe_;
   const SessionOptions& options_;
   std::vector<NodeBuild> nodes_;  // by global id
+  // Node id -> the (block, predicate group, Switch port) whose dead port
+  // makes the node dead (BuildDeadRegions).
+  struct DeadWith {
+    int32_t block, group, port;
+  };
+  absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, int32_t> op_ids_;
   std::map<std::string, int32_t> function_blocks_;

@@ -36,6 +36,10 @@ enum class DstMode : uint8_t {
   kSingle,   // the node waits for one input: ready on arrival
   kCounted,  // ready when its pending counter reaches zero
   kMerge,    // Merge rules (first live input, or all dead)
+  // Into a Merge whose live output its producer delivers itself (see
+  // NodeInfo::returns_only_live): a live token only marks the Merge fired,
+  // dead ones count as for kMerge.
+  kMergeMark,
 };
 
 struct OutEdge {
@@ -146,6 +150,11 @@ struct NodeInfo {
   // An argument Merge whose Calls deliver to its consumers directly
   // (SessionOptions::forward_call_arguments): it never fires.
   bool forwarded = false;
+  // A kernel feeding a function's result Merge whose other input is dead
+  // whenever this one is live (the two branches of one Cond): it delivers
+  // its live value to the caller's Returns itself, and the Merge fires only
+  // when every input is dead. Its dead tokens go only to the Merge.
+  bool returns_only_live = false;
   // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
   // When some arguments of an invocation are live and some dead, the dead
   // ones enter too once the site's last Call has arrived: the body part that

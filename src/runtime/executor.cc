@@ -553,6 +553,9 @@ class Worker {
   bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead()); }
   bool DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead);
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
+  // DstMode::kMergeMark: a live token marks the Merge fired (its producer
+  // delivers the value itself); a dead one counts.
+  bool MarkMerge(Frame* t, const ExecNode& dst, bool dead);
   bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
   void RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0);
   void RecordFetch(const ExecNode& n, const Token* out);
@@ -876,6 +879,13 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
 }
 
+bool Worker::MarkMerge(Frame* t, const ExecNode& dst, bool dead) {
+  if (dead) return DeliverMerge(t, dst, dst.slot_base, kNoValue, true);
+  std::atomic<int32_t>& state = t->pending()[dst.index];
+  FetchOr(state, kMergeFired, Alone(t));
+  return false;
+}
+
 bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
   std::atomic<int32_t>& state = t->pending()[dst.index];
   if (!dead) {
@@ -902,6 +912,7 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
   if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
+  if (e.dst_mode == DstMode::kMergeMark) return MarkMerge(t, exe_->nodes[e.dst], dead);
   t->slots()[e.dst_slot].Set(value, dead);
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   if (e.dst_mode == DstMode::kSingle) return true;
@@ -941,7 +952,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
   } else {
     // A function result: local edges, then the Return of the creating site.
     ready = DeliverEdges(f, begin, begin + Info(n).first_return_edge, outs, dead);
-    if (f->kind == Frame::Kind::kInvocation && f->label >= 0 &&
+    if (f->kind == Frame::Kind::kInvocation && f->label >= 0 && !(dead && Info(n).returns_only_live) &&
         f->label < static_cast<int32_t>(Info(n).return_edges_by_label.size())) {
       const auto& range = Info(n).return_edges_by_label[f->label];
       Frame* parent = f->parent;
@@ -1097,8 +1108,15 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
 }
 
 void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
-  ChildSlot& cs = f->children()[Info(n).child_slot];
-  if (Info(n).site_num_calls > 1 && !Info(n).split_site && f->shared.load(std::memory_order_relaxed) &&
+  // The site's facts in locals: read through Info(n) after each store, they
+  // were reloaded every time (the compiler cannot tell the stores miss them).
+  const NodeInfo& info = Info(n);
+  const int32_t child_slot = info.child_slot;
+  const int32_t site_num_calls = info.site_num_calls;
+  const int32_t num_call_edges = info.num_call_edges;
+  const bool split_site = info.split_site;
+  ChildSlot& cs = f->children()[child_slot];
+  if (site_num_calls > 1 && !split_site && f->shared.load(std::memory_order_relaxed) &&
       cs.child.load(std::memory_order_acquire) == nullptr) {
     FireCallWhenComplete(f, n, outs, dead);
     return;
@@ -1111,21 +1129,21 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   if (!dead) {
     child = static_cast<Frame*>(cs.child.load(std::memory_order_acquire));
     if (child == nullptr) {
-      const ExecBlock& block = exe_->blocks[Info(n).target_block];
+      const ExecBlock& block = exe_->blocks[info.target_block];
       Frame* fresh = NewFrame(block, Frame::Kind::kInvocation, f, n);
       if (fresh == nullptr) {
         Release(f, -1);
         return;
       }
-      fresh->label = Info(n).label;
-      fresh->slot_in_parent = Info(n).child_slot;
+      fresh->label = info.label;
+      fresh->slot_in_parent = child_slot;
       // Another Call of the site may fire on another worker when f is shared.
-      if (Info(n).site_num_calls > 1 && f->shared.load(std::memory_order_relaxed)) MarkShared(fresh);
+      if (site_num_calls > 1 && f->shared.load(std::memory_order_relaxed)) MarkShared(fresh);
       // One external reference until the site's last Call has arrived.
       fresh->refs.store(1 + static_cast<int64_t>(block.sources.size()), std::memory_order_relaxed);
       void* expected = nullptr;
       // Alone: no other Call of the site can race us to the child slot.
-      if (Info(n).site_num_calls == 1 || Alone(f)) {
+      if (site_num_calls == 1 || Alone(f)) {
         cs.child.store(fresh, std::memory_order_release);
         child = fresh;
       } else if (cs.child.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
@@ -1143,16 +1161,16 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
-        for (const auto& [merge, slot] : Info(n).missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
+        for (const auto& [merge, slot] : info.missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
       }
     }
-    for (const OutEdge* e = begin; e != begin + Info(n).num_call_edges; ++e) {
+    for (const OutEdge* e = begin; e != begin + num_call_edges; ++e) {
       if (DeliverEdge(child, *e, outs[0].value, false)) {
         Push(child, e->dst);
         ++child_ready;
       }
     }
-    if (Info(n).site_num_calls > 1 && child_ready > 0) {
+    if (site_num_calls > 1 && child_ready > 0) {
       // Count what we made ready before announcing our arrival: once the
       // site's last Call has arrived it drops the invocation's external
       // reference, and on another worker the invocation could then finish,
@@ -1162,31 +1180,31 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     }
   }
   // Control edges to the site's Returns, in this frame.
-  for (const OutEdge* e = begin + Info(n).num_call_edges; e != end; ++e) {
+  for (const OutEdge* e = begin + num_call_edges; e != end; ++e) {
     if (DeliverEdge(f, *e, kNoValue, dead)) {
       Push(f, e->dst);
       ++self_ready;
     }
   }
-  if (Info(n).split_site) {
+  if (split_site) {
     FinishSplitCall(f, n, dead ? nullptr : child, dead ? 0 : child_ready, dead, self_ready);
     return;
   }
   bool last = true;
   int lives = dead ? 0 : 1;
-  if (Info(n).site_num_calls > 1) {
-    if (dead) FetchOr(cs.dead_calls, uint64_t{1} << Info(n).site_call_index, Alone(f));
+  if (site_num_calls > 1) {
+    if (dead) FetchOr(cs.dead_calls, uint64_t{1} << info.site_call_index, Alone(f));
     uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
-    last = static_cast<int32_t>((prev & 0xFFFF) + 1) == Info(n).site_num_calls;
+    last = static_cast<int32_t>((prev & 0xFFFF) + 1) == site_num_calls;
     lives += static_cast<int>(prev >> 16);
   }
   // Dead arguments of an invocation that has live ones enter it now.
   auto enter_dead_args = [&](Frame* c) {
     int ready = 0;
     uint64_t mask = cs.dead_calls.load(std::memory_order_acquire);
-    for (size_t i = 0; mask != 0 && i < Info(n).site_calls.size(); ++i) {
+    for (size_t i = 0; mask != 0 && i < info.site_calls.size(); ++i) {
       if (!(mask & (uint64_t{1} << i))) continue;
-      for (const OutEdge& e : exe_->nodes[Info(n).site_calls[i]].out()) {
+      for (const OutEdge& e : exe_->nodes[info.site_calls[i]].out()) {
         if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, kNoValue, true)) {
           Push(c, e.dst);
           ++ready;
@@ -1196,7 +1214,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     return ready;
   };
   if (!dead) {
-    if (last && Info(n).site_num_calls > 1) child_ready += enter_dead_args(child);
+    if (last && site_num_calls > 1) child_ready += enter_dead_args(child);
     Release(child, child_ready - (last ? 1 : 0));
   } else if (last) {
     if (lives > 0) {
@@ -1470,10 +1488,10 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       }
       if (n.is_const) {
         out0 = Info(n).const_value;
-        break;
+      } else {
+        if (n.num_data_inputs == 0) return false;
+        if (!ComputeScalar(n.scalar_op, in0->value, n.num_data_inputs > 1 ? &in1->value : nullptr, &out0)) return false;
       }
-      if (n.num_data_inputs == 0) return false;
-      if (!ComputeScalar(n.scalar_op, in0->value, n.num_data_inputs > 1 ? &in1->value : nullptr, &out0)) return false;
       if (n.is_result) {  // a function's result: to the caller's Return too
         ++live_by_op_[n.op_id];
         Token outs[1];

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/exec_test_util.h"
 #include "tdf/autodiff.h"
 #include "tdf/builder.h"
@@ -157,10 +158,12 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
   // the callee's argument Merges, a result's producer delivers to the
   // caller's Returns past the result Identity, and on past the Returns of
   // function bodies to their consumers, and a Cond's pivot Identities are
-  // passed over by their Switch. Same answers and invocations; every other
-  // op fires exactly as often; fib loses one Merge, two Identity and one
-  // Return firing per call (its argument, its result, the taken branch's
-  // pivot, the Return in its caller; only main's Return still fires).
+  // passed over by their Switch, and a result Merge of a Cond's two branches
+  // by the taken branch's kernel. Same answers and invocations; every other
+  // op fires exactly as often; fib loses two Merge, two Identity and one
+  // Return firing per call (its argument, its Cond's result Merge, its
+  // result, the taken branch's pivot, the Return in its caller; only main's
+  // Return still fires, and no Merge fires live).
   for (const Program& prog : Programs()) {
     SCOPED_TRACE(prog.name);
     SessionOptions on;
@@ -190,7 +193,8 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
     EXPECT_EQ(b.live_firings - a.live_firings, merges + identities + returns);
     EXPECT_EQ(b.dead_firings, a.dead_firings);
     if (prog.name == "fib") {
-      EXPECT_EQ(merges, a.frames_created - 1);
+      EXPECT_EQ(merges, 2 * (a.frames_created - 1));
+      EXPECT_EQ(exec_test::OpCount(a, "Merge").first, 0);
       EXPECT_EQ(identities, 2 * (a.frames_created - 1));
       EXPECT_EQ(returns, a.frames_created - 2);
       EXPECT_EQ(exec_test::OpCount(a, "Return").first, 1);
@@ -245,6 +249,57 @@ TEST_P(DeadBranchesTest, GradientSplitSitesAreSkippedWhole) {
   EXPECT_GT(stats[0].firings_by_op["Call"].second, 0);   // firing every dead node, the base cases' Calls fire dead
   EXPECT_EQ(stats[1].firings_by_op["Call"].second, 0);   // skipped whole
   EXPECT_LT(stats[1].dead_firings, stats[0].dead_firings);
+}
+
+// h(x, c) = c ? x + 1 : x * 2, called from main with c from a Switch of
+// main's, so that q = false enters h with x live and c dead: h's predicate
+// is dead, both branches are, and so is its result Merge, whose live input
+// is otherwise forwarded by the taken branch's kernel
+// (ForwardExclusiveResultMerges). Main's own Merge then picks x.
+Graph DeadPredicateInvocation() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"h", {{"x", DType::kInt64}, {"c", DType::kBool}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output x = args[0];
+        return f.Cond(
+            args[1], [&] { return Outs{f.Add(x, f.Const<int64_t>(1))}; },
+            [&] { return Outs{f.Mul(x, f.Const<int64_t>(2))}; });
+      });
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output q = b.Placeholder("q", DType::kBool);
+  Output c = b.Outputs(b.Op("Switch", {b.Const<bool>(true), q}))[1];  // dead unless q
+  Output y = b.Call("h", {x, c})[0];
+  Output x_unless_q = b.Outputs(b.Op("Switch", {x, q}))[0];
+  b.Identity(b.Op("Merge", {y, x_unless_q}, {{"T", DType::kInt64}}), "result");
+  return Built(b);
+}
+
+TEST_P(DeadBranchesTest, ForwardedResultMergeStillFiresDeadForADeadInvocation) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip));
+      SessionOptions options;
+      options.num_workers = GetParam();
+      options.forward_call_values = forward;
+      options.skip_dead_branches = skip;
+      auto s = MakeSession(DeadPredicateInvocation(), options);
+      ASSERT_NE(s, nullptr);
+      RunStats live, dead;
+      EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"q", Tensor::Scalar<bool>(true)}}, &live).scalar<int64_t>(), 6);
+      EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"q", Tensor::Scalar<bool>(false)}}, &dead).scalar<int64_t>(), 5);
+      for (const RunStats* st : {&live, &dead}) {
+        EXPECT_EQ(st->frames_created, 2);  // main's and h's
+        EXPECT_EQ(st->live_frames_after_run, 0);
+      }
+      // Forwarded, only main's Merge fires live: h's argument Merges are
+      // passed over and its result Merge by the taken branch's Add. Not
+      // forwarded, those three fire too. h's result Merge fires dead when
+      // h's predicate is.
+      EXPECT_EQ(exec_test::OpCount(live, "Merge").first, forward ? 1 : 4);
+      EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
