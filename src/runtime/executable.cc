@@ -148,6 +148,7 @@ class Compiler {
       ForwardCallArguments();
       ForwardResults();
       ForwardIdentities();
+      ForwardPivotSwitches();
       ForwardExclusiveResultMerges();
       ForwardReturns();
     }
@@ -649,14 +650,87 @@ class Compiler {
     }
   }
 
-  // A Return inside a function body only pops the tag: it passes the
-  // callee's result on, into the frame that holds it. The callee's result
-  // node delivers to the Return's consumers in that frame itself (its Return
-  // edges for the label become the Return's out edges), the site's Calls
-  // drop their control edges to it, and a dead site sends its dead token
-  // along the Return's edges (FireCall): one firing and one delivery less
-  // per call (fib 8 -> 7 firings per call). Main-graph Returns still fire:
-  // a run may fetch them or name them as targets.
+  // A Cond's pivot Switch (data and predicate both the predicate) exists to
+  // trigger its branches' control inputs: one live token on the taken
+  // port. When another Switch of the frame routes a value on the same
+  // predicate (fib's Cond on n <= 1 routes n), that Switch sends those
+  // triggers itself, live exactly when the predicate is live and selects
+  // their port (OutEdge::pivot; its own data may be dead), and the pivot
+  // never fires: fib, one firing fewer per call. Only a pivot outside any
+  // dead region whose every consumer is a control input in the frame.
+  void ForwardPivotSwitches() {
+    std::vector<NodeBuild>& nodes = nodes_;
+    for (ExecBlock& blk : exe_->blocks) {
+      if (blk.kind != ExecBlock::Kind::kFunction) continue;
+      // The edges feeding each Switch of the block: (producer, edge index).
+      absl::flat_hash_map<int32_t, std::vector<std::pair<int32_t, int32_t>>> feeds;
+      auto collect_feeds = [&] {
+        feeds.clear();
+        for (int32_t id : blk.nodes) {
+          const std::vector<OutEdge>& edges = nodes[id].edges;
+          for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+            const NodeBuild& d = nodes[edges[k].dst];
+            if (d.kind == NodeKind::kSwitch && d.block == blk.id) feeds[d.id].push_back({id, k});
+          }
+        }
+      };
+      collect_feeds();
+      auto simple = [&](const NodeBuild& w) {
+        return w.kind == NodeKind::kSwitch && w.num_inputs == 2 && w.num_data_inputs == 2 && !w.has_invariants &&
+               w.return_edges_by_label.empty() && !w.forwarded;
+      };
+      // The (producer, port) feeding input `input` of Switch `w`, or {-1, -1}.
+      auto source = [&](const NodeBuild& w, int32_t input) -> std::pair<int32_t, int32_t> {
+        for (const auto& [id, k] : feeds[w.id]) {
+          const OutEdge& e = nodes[id].edges[k];
+          if (e.dst_slot - w.slot_base == input && e.kind == EdgeKind::kLocal && e.src_port >= 0)
+            return {id, e.src_port};
+        }
+        return {-1, -1};
+      };
+      for (int32_t sid : blk.nodes) {
+        NodeBuild& pivot = nodes[sid];
+        if (!simple(pivot) || feeds[sid].size() != 2 || dead_with_.count(sid) > 0) continue;
+        const auto pred = source(pivot, 1);
+        if (pred.first < 0 || source(pivot, 0) != pred) continue;
+        bool controls = true;
+        for (const OutEdge& e : pivot.edges) {
+          const NodeBuild& d = nodes[e.dst];
+          controls &= e.kind == EdgeKind::kLocal && e.src_port >= 0 && d.block == blk.id &&
+                      e.dst_slot - d.slot_base >= d.num_data_inputs;
+        }
+        if (!controls) continue;
+        int32_t taker = -1;
+        for (int32_t tid : blk.nodes) {
+          const NodeBuild& t = nodes[tid];
+          if (tid != sid && simple(t) && t.switch_group == pivot.switch_group && source(t, 1) == pred &&
+              source(t, 0) != pred) {
+            taker = tid;
+            break;
+          }
+        }
+        if (taker < 0) continue;
+        NodeBuild& t = nodes[taker];
+        for (OutEdge e : pivot.edges) {
+          e.pivot = true;
+          t.edges.push_back(e);
+        }
+        t.has_pivot_edges = true;
+        pivot.edges.clear();
+        pivot.forwarded = true;
+        // Its predicate no longer reaches it: it never becomes ready.
+        std::vector<OutEdge>& from = nodes[pred.first].edges;
+        from.erase(std::remove_if(from.begin(), from.end(), [&](const OutEdge& e) { return e.dst == sid; }),
+                   from.end());
+        if (pivot.switch_group >= 0) {
+          --blk.dead_regions[pivot.switch_group].members;
+          pivot.switch_group = -1;
+        }
+        collect_feeds();  // the producer's edge indices shifted
+      }
+    }
+  }
+
   // A function's result Merge of two kernels that no predicate value lets
   // both be live (the branches of one Cond: each is in the other's dead
   // region) passes the live one on, once per call. The kernels deliver their
@@ -730,6 +804,14 @@ class Compiler {
     return false;
   }
 
+  // A Return inside a function body only pops the tag: it passes the
+  // callee's result on, into the frame that holds it. The callee's result
+  // node delivers to the Return's consumers in that frame itself (its Return
+  // edges for the label become the Return's out edges), the site's Calls
+  // drop their control edges to it, and a dead site sends its dead token
+  // along the Return's edges (FireCall): one firing and one delivery less
+  // per call (fib 8 -> 7 firings per call). Main-graph Returns still fire:
+  // a run may fetch them or name them as targets.
   void ForwardReturns() {
     std::vector<NodeBuild>& nodes = nodes_;
     std::vector<uint8_t> forwardable(nodes.size(), 0);

@@ -50,6 +50,10 @@ struct OutEdge {
   EdgeKind kind;
   DstMode dst_mode;
   int16_t invariant;  // kEnter of a constant Enter: index in the loop's invariants; else -1
+  // From a Switch, taken over from its Cond's pivot Switch (see
+  // NodeInfo::has_pivot_edges): a control token, live exactly when the
+  // predicate is live and selects src_port, whatever the data's deadness.
+  bool pivot = false;
 };
 
 // How the executor fires a node.
@@ -155,6 +159,10 @@ struct NodeInfo {
   // its live value to the caller's Returns itself, and the Merge fires only
   // when every input is dead. Its dead tokens go only to the Merge.
   bool returns_only_live = false;
+  // A Switch that took over the control edges of its Cond's pivot Switch
+  // (same predicate, data = the predicate), which then never fires:
+  // OutEdge::pivot marks them.
+  bool has_pivot_edges = false;
   // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
   // When some arguments of an invocation are live and some dead, the dead
   // ones enter too once the site's last Call has arrived: the body part that

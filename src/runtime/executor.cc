@@ -562,7 +562,10 @@ class Worker {
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
-  void PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port);
+  // A Switch's outputs: `dead_port` >= 0 (a grouped Switch's untaken port)
+  // is held back for the group's frontier; pivot edges are live when
+  // `pivot_port` (-1: a dead predicate) is theirs.
+  void PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port, int pivot_port);
   // One grouped Switch of `n`'s group has fired: the last of the group in
   // `f` delivers the dead region's frontier. Returns the nodes made ready.
   int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
@@ -966,17 +969,18 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
 // A Switch of a dead-region group (DeadRegionGroup): its live port as usual,
 // its dead port held back; the group's last Switch to fire in this frame
 // delivers the region's frontier instead of the region firing dead.
-void Worker::PropagateGroupedSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port) {
+void Worker::PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port, int pivot_port) {
   int ready = 0;
-  for (const OutEdge& e : n.out()) {
-    if (e.src_port == dead_port) continue;
-    const bool control = e.src_port < 0;
-    if (DeliverEdge(f, e, control ? kNoValue : outs[e.src_port].value, control ? dead : outs[e.src_port].dead())) {
-      Push(f, e.dst);
+  for (const OutEdge* e = EdgesBegin(f, n); e != EdgesEnd(f, n); ++e) {
+    if (dead_port >= 0 && e->src_port == dead_port) continue;
+    const bool control = e->src_port < 0 || e->pivot;
+    const bool edge_dead = e->pivot ? e->src_port != pivot_port : control ? dead : outs[e->src_port].dead();
+    if (DeliverEdge(f, *e, control ? kNoValue : outs[e->src_port].value, edge_dead)) {
+      Push(f, e->dst);
       ++ready;
     }
   }
-  ready += CountDownDeadRegion(f, n, dead_port);
+  if (dead_port >= 0) ready += CountDownDeadRegion(f, n, dead_port);
   Release(f, ready - 1);
 }
 
@@ -1566,7 +1570,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
     if (dead_port >= 0 && e.src_port == dead_port) {
       if (held_port >= 0) continue;
       edge_dead = true;
-    } else if (e.src_port >= 0) {
+    } else if (e.src_port >= 0 && !e.pivot) {
       value = e.src_port == 1 && n.kind == NodeKind::kMerge ? &out1 : &out0;
     }
     if (DeliverEdge(f, e, *value, edge_dead)) {
@@ -1640,7 +1644,7 @@ bool Worker::FireSwitch(Frame* f, const ExecNode& n) {
       if (grouped) continue;  // the group's frontier stands in for it
       made_ready = DeliverEdge(f, e, kNoValue, true);
     } else {
-      made_ready = DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false);
+      made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot ? out : kNoValue, false);
     }
     if (made_ready) {
       Push(f, e.dst);
@@ -1692,6 +1696,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   std::chrono::steady_clock::time_point t0;
   if (run_->tracing) t0 = std::chrono::steady_clock::now();
   int dead_port = -1;  // grouped Switch: the port its dead region skips
+  int pivot_port = -1;  // Switch: the port its live predicate selects
 
   switch (n.kind) {
     case NodeKind::kKernel: {
@@ -1721,7 +1726,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       out[0].value = run_->feeds[Info(n).io_index];
       break;
     case NodeKind::kSwitch: {
-      if (slots[1].dead() || (dead && n.switch_group < 0)) break;
+      if (slots[1].dead() || (dead && n.switch_group < 0 && !Info(n).has_pivot_edges)) break;
       const Tensor& p = slots[1].value;
       bool pred;
       if (p.dtype() == DType::kBool && p.is_inline_scalar()) {
@@ -1737,6 +1742,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       // A grouped Switch holds back its dead port (dead data: both ports
       // are dead, and the other one propagates as usual).
       if (n.switch_group >= 0) dead_port = pred ? 0 : 1;
+      pivot_port = pred ? 1 : 0;
       if (dead) break;
       out[pred ? 1 : 0].value = std::move(slots[0].value);
       out[pred ? 0 : 1].set_dead(true);
@@ -1802,8 +1808,8 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       FireRetval(f, n, out, dead);
       break;
     case NodeKind::kSwitch:
-      if (dead_port >= 0) {
-        PropagateGroupedSwitch(f, n, out, dead, dead_port);
+      if (dead_port >= 0 || Info(n).has_pivot_edges) {
+        PropagateSwitch(f, n, out, dead, dead_port, pivot_port);
       } else {
         PropagateLocal(f, n, out, dead);
       }

@@ -158,12 +158,13 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
   // the callee's argument Merges, a result's producer delivers to the
   // caller's Returns past the result Identity, and on past the Returns of
   // function bodies to their consumers, and a Cond's pivot Identities are
-  // passed over by their Switch, and a result Merge of a Cond's two branches
-  // by the taken branch's kernel. Same answers and invocations; every other
-  // op fires exactly as often; fib loses two Merge, two Identity and one
-  // Return firing per call (its argument, its Cond's result Merge, its
-  // result, the taken branch's pivot, the Return in its caller; only main's
-  // Return still fires, and no Merge fires live).
+  // passed over by their Switch, a result Merge of a Cond's two branches by
+  // the taken branch's kernel, and a Cond's pivot Switch by a Switch of the
+  // same predicate. Same answers and invocations; every other op fires
+  // exactly as often; fib loses two Merge, two Identity, one Return and one
+  // Switch firing per call (its argument, its Cond's result Merge, its
+  // result, the taken branch's pivot Identity, the Return in its caller, the
+  // pivot Switch; only main's Return still fires, and no Merge fires live).
   for (const Program& prog : Programs()) {
     SCOPED_TRACE(prog.name);
     SessionOptions on;
@@ -178,6 +179,7 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
       s.firings_by_op.erase("Merge");
       s.firings_by_op.erase("Identity");
       s.firings_by_op.erase("Return");
+      s.firings_by_op.erase("Switch");
       return s.firings_by_op;
     };
     EXPECT_EQ(others(a), others(b));
@@ -187,13 +189,16 @@ TEST_P(DeadBranchesTest, ForwardedCallValuesOnlyRemovePassThroughNodes) {
     const int64_t merges = fewer("Merge");
     const int64_t identities = fewer("Identity");
     const int64_t returns = fewer("Return");
+    const int64_t switches = fewer("Switch");
     EXPECT_GT(merges, 0);
     EXPECT_GE(identities, 0);
     EXPECT_GE(returns, 0);
-    EXPECT_EQ(b.live_firings - a.live_firings, merges + identities + returns);
+    EXPECT_GE(switches, 0);
+    EXPECT_EQ(b.live_firings - a.live_firings, merges + identities + returns + switches);
     EXPECT_EQ(b.dead_firings, a.dead_firings);
     if (prog.name == "fib") {
       EXPECT_EQ(merges, 2 * (a.frames_created - 1));
+      EXPECT_EQ(switches, a.frames_created - 1);
       EXPECT_EQ(exec_test::OpCount(a, "Merge").first, 0);
       EXPECT_EQ(identities, 2 * (a.frames_created - 1));
       EXPECT_EQ(returns, a.frames_created - 2);
@@ -298,6 +303,56 @@ TEST_P(DeadBranchesTest, ForwardedResultMergeStillFiresDeadForADeadInvocation) {
       // h's predicate is.
       EXPECT_EQ(exec_test::OpCount(live, "Merge").first, forward ? 1 : 4);
       EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);
+    }
+  }
+}
+
+// k(x, y) = y > 0 ? 10 : 2x, entered with x dead (a Switch of main's)
+// and y live: the Cond's Switch of x gets dead data and a live predicate.
+// The constant branch is triggered by the Cond's pivot Switch; forwarded
+// (ForwardPivotSwitches), by the Switch of x, whose pivot edges stay live
+// whatever its data.
+Graph DeadDataLivePredicate() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"k", {{"x", DType::kInt64}, {"y", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output x = args[0];
+        return f.Cond(
+            f.Greater(args[1], f.Const<int64_t>(0)), [&] { return Outs{f.Const<int64_t>(10)}; },
+            [&] { return Outs{f.Mul(x, f.Const<int64_t>(2))}; });
+      });
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output y = b.Placeholder("y", DType::kInt64);
+  Output q = b.Placeholder("q", DType::kBool);
+  Output x_if_q = b.Outputs(b.Op("Switch", {x, q}))[1];  // dead unless q
+  b.Identity(b.Call("k", {x_if_q, y})[0], "result");
+  return Built(b);
+}
+
+TEST_P(DeadBranchesTest, ForwardedPivotTriggersItsBranchWhenTheRoutedValueIsDead) {
+  for (bool q : {true, false}) {
+    for (bool skip : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("q ", q, " skip_dead_branches ", skip));
+      SessionOptions on;
+      on.num_workers = GetParam();
+      on.skip_dead_branches = skip;
+      SessionOptions off = on;
+      off.forward_call_values = false;
+      RunStats a, b;
+      for (auto [options, stats] : {std::pair{on, &a}, std::pair{off, &b}}) {
+        auto s = MakeSession(DeadDataLivePredicate(), options);
+        ASSERT_NE(s, nullptr);
+        EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"y", I(1)}, {"q", Tensor::Scalar<bool>(q)}}, stats)
+                      .scalar<int64_t>(),
+                  10);
+      }
+      // k's pivot Switch fires only when not forwarded.
+      const auto switches = [](const RunStats& st) {
+        const auto [live, dead] = exec_test::OpCount(st, "Switch");
+        return live + dead;
+      };
+      EXPECT_EQ(switches(b) - switches(a), 1);
     }
   }
 }
