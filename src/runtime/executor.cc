@@ -578,7 +578,9 @@ class Worker {
   ABSL_ATTRIBUTE_NOINLINE int DeliverFrontier(Frame* f, const std::vector<OutEdge>& frontier);
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
-  void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  // `self_ref`: the references the firing holds on `f` (1, or 0 when a
+  // lean firing calls it for the Call it made ready: OutEdge::call_inline).
+  void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref = 1);
   void FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready);
   int EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask);
@@ -1111,7 +1113,7 @@ void Worker::FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool de
   Release(f, -1);
 }
 
-void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref) {
   // The site's facts in locals: read through Info(n) after each store, they
   // were reloaded every time (the compiler cannot tell the stores miss them).
   const NodeInfo& info = Info(n);
@@ -1136,7 +1138,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       const ExecBlock& block = exe_->blocks[info.target_block];
       Frame* fresh = NewFrame(block, Frame::Kind::kInvocation, f, n);
       if (fresh == nullptr) {
-        Release(f, -1);
+        Release(f, -self_ref);
         return;
       }
       fresh->label = info.label;
@@ -1229,7 +1231,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead) {
       self_ready += ReturnDead(f, n);
     }
   }
-  Release(f, self_ready - 1);
+  Release(f, self_ready - self_ref);
 }
 
 // A Call of a site of several Calls in a shared frame: other workers may
@@ -1595,6 +1597,17 @@ inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
   ++live_by_op_[n.op_id];
   int ready = 0;
   for (const OutEdge& e : n.out()) {
+    if (e.call_inline) {
+      // The Call would be ready with this one value: it fires now, its
+      // argument never stored in its slot, its firing never queued.
+      const ExecNode& call = exe_->nodes[e.dst];
+      ++live_by_op_[call.op_id];
+      ++fired_;
+      Token arg;
+      arg.value = out;
+      FireCall(f, call, &arg, false, /*self_ref=*/0);
+      continue;
+    }
     if (DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false)) {
       Push(f, e.dst);
       ++ready;
