@@ -191,17 +191,16 @@ class Compiler {
       n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || n.kind == NodeKind::kMerge || !n.is_result) &&
                n.num_outputs <= 2 && (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
     }
-    // A lean node feeding a one-argument Call (fib's n - 1) fires the Call
-    // itself: the argument skips the Call's slot and the ready stack.
+    // A lean scalar op feeding a Call of one input (fib's n - 1, ack's
+    // m - 1, an argument of tak's three-argument sites) fires the Call
+    // itself: the (inline scalar) argument skips the Call's slot and the
+    // ready stack.
     for (NodeBuild& n : nodes_) {
-      if (n.lean == LeanKind::kNone || n.lean == LeanKind::kSwitch ||
-          exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction)
-        continue;
+      if (n.lean != LeanKind::kScalarBinary || exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction) continue;
       for (OutEdge& e : n.edges) {
         const NodeBuild& d = nodes_[e.dst];
         e.call_inline = e.kind == EdgeKind::kLocal && e.src_port == 0 && d.kind == NodeKind::kCall && d.fast &&
-                        d.block == n.block && d.num_inputs == 1 && d.num_data_inputs == 1 && d.site_num_calls == 1 &&
-                        !d.split_site && !d.has_invariants;
+                        d.block == n.block && d.num_inputs == 1 && d.num_data_inputs == 1 && !d.has_invariants;
       }
     }
     return absl::OkStatus();

@@ -54,9 +54,9 @@ struct OutEdge {
   // NodeInfo::has_pivot_edges): a control token, live exactly when the
   // predicate is live and selects src_port, whatever the data's deadness.
   bool pivot = false;
-  // From a lean node of a function body to a Call of one argument (a site
-  // of one Call) in the same frame: the lean firing fires the Call itself
-  // with its value (Worker::EmitLive).
+  // From a lean scalar op of a function body to a Call of one input in the
+  // same frame: the lean firing fires the Call itself with its value
+  // (Worker::EmitLive).
   bool call_inline = false;
 };
 

@@ -581,8 +581,9 @@ class Worker {
   // `self_ref`: the references the firing holds on `f` (1, or 0 when a
   // lean firing calls it for the Call it made ready: OutEdge::call_inline).
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref = 1);
-  void FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead);
-  void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready);
+  void FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref);
+  void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready,
+                       int self_ref);
   int EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask);
   // A call site that no argument entered: its Returns emit dead in `f`.
   // Returns the nodes made ready.
@@ -1124,7 +1125,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
   ChildSlot& cs = f->children()[child_slot];
   if (site_num_calls > 1 && !split_site && f->shared.load(std::memory_order_relaxed) &&
       cs.child.load(std::memory_order_acquire) == nullptr) {
-    FireCallWhenComplete(f, n, outs, dead);
+    FireCallWhenComplete(f, n, outs, dead, self_ref);
     return;
   }
   int self_ready = 0;
@@ -1193,7 +1194,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
     }
   }
   if (split_site) {
-    FinishSplitCall(f, n, dead ? nullptr : child, dead ? 0 : child_ready, dead, self_ready);
+    FinishSplitCall(f, n, dead ? nullptr : child, dead ? 0 : child_ready, dead, self_ready, self_ref);
     return;
   }
   bool last = true;
@@ -1242,7 +1243,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
 // site's last Call creates the invocation with all of them, private to its
 // worker. Split sites (autodiff's forward part, whose results the other
 // part waits for) still start early in FireCall.
-void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref) {
   ChildSlot& cs = f->children()[Info(n).child_slot];
   if (dead) {
     cs.dead_calls.fetch_or(uint64_t{1} << Info(n).site_call_index, std::memory_order_acq_rel);
@@ -1260,19 +1261,19 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
   // Release: this argument (or its deadness) is visible to the last Call.
   const uint32_t prev = FetchAdd(cs.arrivals, 1 + (dead ? 0 : (1u << 16)), Alone(f));
   if (static_cast<int32_t>((prev & 0xFFFF) + 1) != Info(n).site_num_calls) {
-    Release(f, self_ready - 1);
+    Release(f, self_ready - self_ref);
     return;
   }
   if ((prev >> 16) + (dead ? 0 : 1) == 0) {
     // No argument is live: the Returns emit dead under our tag.
     self_ready += ReturnDead(f, n);
-    Release(f, self_ready - 1);
+    Release(f, self_ready - self_ref);
     return;
   }
   const ExecBlock& block = exe_->blocks[Info(n).target_block];
   Frame* child = NewFrame(block, Frame::Kind::kInvocation, f, n);
   if (child == nullptr) {
-    Release(f, self_ready - 1);
+    Release(f, self_ready - self_ref);
     return;
   }
   child->label = Info(n).label;
@@ -1298,7 +1299,7 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
     if (arg != nullptr) *arg = Tensor();
   }
   Release(child, child_ready - 1);
-  Release(f, self_ready - 1);
+  Release(f, self_ready - self_ref);
 }
 
 int Worker::DeliverDead(Frame* t, int32_t node, int32_t slot) {
@@ -1345,7 +1346,8 @@ int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
 // the site, its Returns emit dead without an invocation. Waiting for the
 // whole site instead would deadlock: the backward part's arguments are
 // computed from the forward part's results.
-void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready) {
+void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready,
+                             int self_ref) {
   ChildSlot& cs = f->children()[Info(n).child_slot];
   const uint64_t bit = uint64_t{1} << Info(n).site_call_index;
   // A lock prefix here stalled 1-worker gradient runs on the parent's cold
@@ -1360,7 +1362,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     run_->Fail(absl::FailedPreconditionError(
         absl::StrCat(NodeAtTag(Info(n), f), ": a live argument reached a call site whose other part was all dead")));
     Release(child, child_delta);
-    Release(f, self_ready - 1);
+    Release(f, self_ready - self_ref);
     return;
   }
   const uint64_t arrived = FetchOr(cs.arrived, bit, alone) | bit;
@@ -1402,7 +1404,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
     child = existing_child();
     if (child != nullptr) Release(child, -1);
   }
-  Release(f, self_ready - 1);
+  Release(f, self_ready - self_ref);
 }
 
 void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
