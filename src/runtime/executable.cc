@@ -585,6 +585,23 @@ class Compiler {
     return found == 1 ? producer : -1;
   }
 
+  // `p` also sends, from its output `port`, everything result node `r`
+  // sends (r's local edges, then its Returns): r's label ranges, shifted
+  // past p's own edges, become p's.
+  static void TakeOverEdges(NodeBuild& p, const NodeBuild& r, int16_t port) {
+    const int32_t shift = static_cast<int32_t>(p.edges.size());
+    for (OutEdge e : r.edges) {
+      e.src_port = port;
+      p.edges.push_back(e);
+    }
+    p.return_edges_by_label = r.return_edges_by_label;
+    for (auto& range : p.return_edges_by_label) {
+      if (range.first == range.second) continue;
+      range.first += shift;
+      range.second += shift;
+    }
+  }
+
   // A function's result Identity (the node with Return edges by label) only
   // passes its input on: the node that computes the result takes over its
   // edges, local ones and the Returns of every call site, and the Identity
@@ -605,23 +622,8 @@ class Compiler {
       if ((p.kind != NodeKind::kKernel && p.kind != NodeKind::kMerge) || !p.return_edges_by_label.empty() ||
           into.kind != EdgeKind::kLocal || into.src_port < 0 || p.block != r.block)
         continue;
-      // p's other edges, then r's (its local edges before its Returns):
-      // the label ranges shift by the number of p's other edges.
-      std::vector<OutEdge> edges;
-      for (int32_t k = 0; k < static_cast<int32_t>(p.edges.size()); ++k)
-        if (k != edge_index) edges.push_back(p.edges[k]);
-      const int32_t shift = static_cast<int32_t>(edges.size());
-      for (OutEdge e : r.edges) {
-        e.src_port = into.src_port;
-        edges.push_back(e);
-      }
-      p.edges = std::move(edges);
-      p.return_edges_by_label = r.return_edges_by_label;
-      for (auto& range : p.return_edges_by_label) {
-        if (range.first == range.second) continue;
-        range.first += shift;
-        range.second += shift;
-      }
+      p.edges.erase(p.edges.begin() + edge_index);
+      TakeOverEdges(p, r, into.src_port);
       r.forwarded = true;
     }
   }
@@ -788,18 +790,7 @@ class Compiler {
         NodeBuild& p = nodes[producer[i]];
         OutEdge& into = p.edges[edge_of[i]];
         into.dst_mode = DstMode::kMergeMark;
-        const int16_t port = into.src_port;
-        const int32_t shift = static_cast<int32_t>(p.edges.size());
-        for (OutEdge e : r.edges) {
-          e.src_port = port;
-          p.edges.push_back(e);
-        }
-        p.return_edges_by_label = r.return_edges_by_label;
-        for (auto& range : p.return_edges_by_label) {
-          if (range.first == range.second) continue;
-          range.first += shift;
-          range.second += shift;
-        }
+        TakeOverEdges(p, r, into.src_port);
         p.returns_only_live = true;
       }
     }
