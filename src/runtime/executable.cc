@@ -201,6 +201,8 @@ class Compiler {
         const NodeBuild& d = nodes_[e.dst];
         e.call_inline = e.kind == EdgeKind::kLocal && e.src_port == 0 && d.kind == NodeKind::kCall && d.fast &&
                         d.block == n.block && d.num_inputs == 1 && d.num_data_inputs == 1 && !d.has_invariants;
+        e.switch_inline = e.kind == EdgeKind::kLocal && e.src_port == 0 && d.lean == LeanKind::kSwitch &&
+                          d.block == n.block && e.dst_slot == d.slot_base + 1 && e.dst_mode == DstMode::kCounted;
       }
     }
     return absl::OkStatus();

@@ -58,6 +58,10 @@ struct OutEdge {
   // same frame: the lean firing fires the Call itself with its value
   // (Worker::EmitLive).
   bool call_inline = false;
+  // From a lean scalar op of a function body to the predicate of a lean
+  // Switch in the same frame: when the Switch's data is already there, the
+  // op routes it itself (Worker::EmitLive).
+  bool switch_inline = false;
 };
 
 // How the executor fires a node.

@@ -545,6 +545,10 @@ class Worker {
   }
   bool FireScalarBinary(Frame* f, const ExecNode& n);
   bool FireSwitch(Frame* f, const ExecNode& n);
+  // A lean Switch with live data and predicate `p`: routes the data and
+  // returns the nodes made ready (the caller releases the firing's
+  // reference), or -1 when the general path must fire it.
+  int RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p);
   bool FireOneOutput(Frame* f, const ExecNode& n);
   void EmitLive(Frame* f, const ExecNode& n, const Tensor& out);
   // Stores a token in its destination slot; true when that makes the
@@ -1610,6 +1614,21 @@ inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
       FireCall(f, call, &arg, false, /*self_ref=*/0);
       continue;
     }
+    if (e.switch_inline && Alone(f)) {
+      // The predicate of a Switch whose data is already here (a private
+      // frame: nothing else can deliver meanwhile): it routes now.
+      std::atomic<int32_t>& pending = f->pending()[e.dst_index];
+      if (pending.load(std::memory_order_relaxed) == 1) {
+        const ExecNode& sw = exe_->nodes[e.dst];
+        const int routed = RouteSwitch(f, sw, out);
+        if (routed >= 0) {
+          pending.store(0, std::memory_order_relaxed);
+          ++fired_;
+          ready += routed;
+          continue;
+        }
+      }
+    }
     if (DeliverEdge(f, e, e.src_port >= 0 ? out : kNoValue, false)) {
       Push(f, e.dst);
       ++ready;
@@ -1645,9 +1664,16 @@ bool Worker::FireOneOutput(Frame* f, const ExecNode& n) {
 
 bool Worker::FireSwitch(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
-  if (in[0].dead() || in[1].dead()) return false;
-  const Tensor& p = in[1].value;
-  if (p.dtype() != DType::kBool || !p.is_inline_scalar()) return false;
+  if (in[1].dead()) return false;
+  const int ready = RouteSwitch(f, n, in[1].value);
+  if (ready < 0) return false;
+  Release(f, ready - 1);
+  return true;
+}
+
+int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
+  Token* in = f->slots() + n.slot_base;
+  if (in[0].dead() || p.dtype() != DType::kBool || !p.is_inline_scalar()) return -1;
   const int dead_port = p.scalar<bool>() ? 0 : 1;
   const Tensor out = std::move(in[0].value);
   ++live_by_op_[n.op_id];
@@ -1667,8 +1693,7 @@ bool Worker::FireSwitch(Frame* f, const ExecNode& n) {
     }
   }
   if (grouped) ready += CountDownDeadRegion(f, n, dead_port);
-  Release(f, ready - 1);
-  return true;
+  return ready;
 }
 
 void Worker::Fire(Frame* f, const ExecNode& n) {
