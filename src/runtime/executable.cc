@@ -196,6 +196,13 @@ class Compiler {
     // itself: the (inline scalar) argument skips the Call's slot and the
     // ready stack.
     for (NodeBuild& n : nodes_) {
+      if (n.lean == LeanKind::kSwitch && exe_->blocks[n.block].kind == ExecBlock::Kind::kFunction) {
+        for (OutEdge& e : n.edges) {
+          const NodeBuild& d = nodes_[e.dst];
+          e.value_inline = e.kind == EdgeKind::kLocal && e.src_port >= 0 && !e.pivot &&
+                           d.lean == LeanKind::kScalarBinary && d.block == n.block && e.dst_mode == DstMode::kSingle;
+        }
+      }
       if (n.lean != LeanKind::kScalarBinary || exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction) continue;
       for (OutEdge& e : n.edges) {
         const NodeBuild& d = nodes_[e.dst];

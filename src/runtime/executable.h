@@ -62,6 +62,10 @@ struct OutEdge {
   // Switch in the same frame: when the Switch's data is already there, the
   // op routes it itself (Worker::EmitLive).
   bool switch_inline = false;
+  // From a lean Switch's data port to a lean scalar op whose other input is
+  // a folded constant (fib's n - 1) in the same frame: the Switch fires it
+  // with the value (Worker::FireScalarWith).
+  bool value_inline = false;
 };
 
 // How the executor fires a node.

@@ -551,6 +551,12 @@ class Worker {
   int RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p);
   bool FireOneOutput(Frame* f, const ExecNode& n);
   void EmitLive(Frame* f, const ExecNode& n, const Tensor& out);
+  // EmitLive without releasing the firing's reference: the nodes made ready.
+  int Emit(Frame* f, const ExecNode& n, const Tensor& out);
+  // Edge `e` of a Switch carries `value` to a lean scalar op that needs
+  // nothing else (OutEdge::value_inline): it fires now. The nodes made
+  // ready, or -1 when it must be delivered as usual.
+  int FireScalarWith(Frame* f, const OutEdge& e, const Tensor& value);
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
@@ -1599,7 +1605,9 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
 // mode). Each returns false, having changed nothing, when its case is not
 // covered. One function per shape: a shared one spilled more than it saved.
 // A lean firing's one live output along every edge of `n` in `f`.
-inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
+inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) { Release(f, Emit(f, n, out) - 1); }
+
+inline int Worker::Emit(Frame* f, const ExecNode& n, const Tensor& out) {
   ++live_by_op_[n.op_id];
   int ready = 0;
   for (const OutEdge& e : n.out()) {
@@ -1634,7 +1642,7 @@ inline void Worker::EmitLive(Frame* f, const ExecNode& n, const Tensor& out) {
       ++ready;
     }
   }
-  Release(f, ready - 1);
+  return ready;
 }
 
 bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
@@ -1685,6 +1693,13 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
       if (grouped) continue;  // the group's frontier stands in for it
       made_ready = DeliverEdge(f, e, kNoValue, true);
     } else {
+      if (e.value_inline) {
+        const int fired = FireScalarWith(f, e, out);
+        if (fired >= 0) {
+          ready += fired;
+          continue;
+        }
+      }
       made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot ? out : kNoValue, false);
     }
     if (made_ready) {
@@ -1694,6 +1709,18 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
   }
   if (grouped) ready += CountDownDeadRegion(f, n, dead_port);
   return ready;
+}
+
+int Worker::FireScalarWith(Frame* f, const OutEdge& e, const Tensor& value) {
+  const ExecNode& d = exe_->nodes[e.dst];
+  const int32_t input = e.dst_slot - d.slot_base;
+  const Token& other = f->slots()[d.slot_base + 1 - input];  // a folded constant
+  if (other.dead()) return -1;
+  Tensor out;
+  if (!ComputeScalar(d.scalar_op, input == 0 ? value : other.value, input == 0 ? &other.value : &value, &out))
+    return -1;
+  ++fired_;
+  return Emit(f, d, out);
 }
 
 void Worker::Fire(Frame* f, const ExecNode& n) {

@@ -117,17 +117,22 @@ TEST_P(StatsTest, PrivateFramesLoseNoCountUnderStealing) {
   // run; a frame another worker could still reach while counted that way
   // would lose updates: a hang (caught by the deadline), a wrong answer, or
   // frames and firings that differ from the 1-worker run. Programs whose
-  // call sites take several arguments (ack, tak) also take the path that
+  // call sites take several arguments (tak, ack) also take the path that
   // creates an invocation at its last argument in shared frames.
   struct Program {
     Graph graph;
     exec_test::Feeds feeds;
     int64_t answer;
+    // Whether helpers must have shared frames: ack has no parallelism, and
+    // its ready work (an invocation waiting for its second argument) is
+    // not offered, so it may never share one.
+    bool shares;
   };
   std::vector<Program> programs;
-  programs.push_back({reference::Ack(), {{"m", I(2)}, {"n", I(40)}}, reference::NativeAck(2, 40)});
-  programs.push_back({reference::Tak(), {{"x", I(14)}, {"y", I(8)}, {"z", I(2)}}, reference::NativeTak(14, 8, 2)});
-  programs.push_back({reference::Fib(), {{"n", I(17)}}, reference::NativeFib(17)});
+  programs.push_back({reference::Ack(), {{"m", I(2)}, {"n", I(40)}}, reference::NativeAck(2, 40), false});
+  programs.push_back(
+      {reference::Tak(), {{"x", I(14)}, {"y", I(8)}, {"z", I(2)}}, reference::NativeTak(14, 8, 2), true});
+  programs.push_back({reference::Fib(), {{"n", I(17)}}, reference::NativeFib(17), true});
   for (Program& p : programs) {
     SessionOptions one;
     one.num_workers = 1;
@@ -152,7 +157,7 @@ TEST_P(StatsTest, PrivateFramesLoseNoCountUnderStealing) {
     }
     // Each run starts offering at once (the interval starts at one firing),
     // so with helpers some frames were shared: the test reached that path.
-    if (GetParam() > 1) EXPECT_GT(shared, 0) << p.answer;
+    if (GetParam() > 1 && p.shares) EXPECT_GT(shared, 0) << p.answer;
   }
 }
 
