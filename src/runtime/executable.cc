@@ -199,17 +199,20 @@ class Compiler {
       if (n.lean == LeanKind::kSwitch && exe_->blocks[n.block].kind == ExecBlock::Kind::kFunction) {
         for (OutEdge& e : n.edges) {
           const NodeBuild& d = nodes_[e.dst];
-          e.value_inline = e.kind == EdgeKind::kLocal && e.src_port >= 0 && !e.pivot &&
-                           d.lean == LeanKind::kScalarBinary && d.block == n.block && e.dst_mode == DstMode::kSingle;
+          e.SetFlag(OutEdge::kValueInline, e.kind == EdgeKind::kLocal && e.src_port >= 0 && !e.pivot() &&
+                                               d.lean == LeanKind::kScalarBinary && d.block == n.block &&
+                                               e.dst_mode == DstMode::kSingle);
         }
       }
       if (n.lean != LeanKind::kScalarBinary || exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction) continue;
       for (OutEdge& e : n.edges) {
         const NodeBuild& d = nodes_[e.dst];
-        e.call_inline = e.kind == EdgeKind::kLocal && e.src_port == 0 && d.kind == NodeKind::kCall && d.fast &&
-                        d.block == n.block && d.num_inputs == 1 && d.num_data_inputs == 1 && !d.has_invariants;
-        e.switch_inline = e.kind == EdgeKind::kLocal && e.src_port == 0 && d.lean == LeanKind::kSwitch &&
-                          d.block == n.block && e.dst_slot == d.slot_base + 1 && e.dst_mode == DstMode::kCounted;
+        e.SetFlag(OutEdge::kCallInline, e.kind == EdgeKind::kLocal && e.src_port == 0 && d.kind == NodeKind::kCall &&
+                                            d.fast && d.block == n.block && d.num_inputs == 1 &&
+                                            d.num_data_inputs == 1 && !d.has_invariants);
+        e.SetFlag(OutEdge::kSwitchInline, e.kind == EdgeKind::kLocal && e.src_port == 0 &&
+                                              d.lean == LeanKind::kSwitch && d.block == n.block &&
+                                              e.dst_slot == d.slot_base + 1 && e.dst_mode == DstMode::kCounted);
       }
     }
     return absl::OkStatus();
@@ -678,7 +681,7 @@ class Compiler {
   // port. When another Switch of the frame routes a value on the same
   // predicate (fib's Cond on n <= 1 routes n), that Switch sends those
   // triggers itself, live exactly when the predicate is live and selects
-  // their port (OutEdge::pivot; its own data may be dead), and the pivot
+  // their port (OutEdge::kPivot; its own data may be dead), and the pivot
   // never fires: fib, one firing fewer per call. Only a pivot outside any
   // dead region whose every consumer is a control input in the frame.
   void ForwardPivotSwitches() {
@@ -735,7 +738,7 @@ class Compiler {
         if (taker < 0) continue;
         NodeBuild& t = nodes[taker];
         for (OutEdge e : pivot.edges) {
-          e.pivot = true;
+          e.SetFlag(OutEdge::kPivot, true);
           t.edges.push_back(e);
         }
         t.has_pivot_edges = true;

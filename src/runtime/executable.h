@@ -50,23 +50,29 @@ struct OutEdge {
   EdgeKind kind;
   DstMode dst_mode;
   int16_t invariant;  // kEnter of a constant Enter: index in the loop's invariants; else -1
-  // From a Switch, taken over from its Cond's pivot Switch (see
-  // NodeInfo::has_pivot_edges): a control token, live exactly when the
-  // predicate is live and selects src_port, whatever the data's deadness.
-  bool pivot = false;
-  // From a lean scalar op of a function body to a Call of one input in the
-  // same frame: the lean firing fires the Call itself with its value
-  // (Worker::EmitLive).
-  bool call_inline = false;
-  // From a lean scalar op of a function body to the predicate of a lean
-  // Switch in the same frame: when the Switch's data is already there, the
-  // op routes it itself (Worker::EmitLive).
-  bool switch_inline = false;
-  // From a lean Switch's data port to a lean scalar op whose other input is
-  // a folded constant (fib's n - 1) in the same frame: the Switch fires it
-  // with the value (Worker::FireScalarWith).
-  bool value_inline = false;
+  // One byte of flags, so that an edge stays 20 bytes (a chain of 10^6
+  // ops streams its edges):
+  // - kPivot: from a Switch, taken over from its Cond's pivot Switch (see
+  //   NodeInfo::has_pivot_edges): a control token, live exactly when the
+  //   predicate is live and selects src_port, whatever the data's deadness.
+  // - kCallInline: from a lean scalar op of a function body to a Call of one
+  //   input in the same frame: the op fires the Call itself with its value
+  //   (Worker::Emit).
+  // - kSwitchInline: from a lean scalar op of a function body to the
+  //   predicate of a lean Switch in the same frame: when the Switch's data is
+  //   already there, the op routes it itself (Worker::Emit).
+  // - kValueInline: from a lean Switch's data port to a lean scalar op whose
+  //   other input is a folded constant (fib's n - 1) in the same frame: the
+  //   Switch fires it with the value (Worker::FireScalarWith).
+  static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8;
+  uint8_t flags = 0;
+  bool pivot() const { return flags & kPivot; }
+  bool call_inline() const { return flags & kCallInline; }
+  bool switch_inline() const { return flags & kSwitchInline; }
+  bool value_inline() const { return flags & kValueInline; }
+  void SetFlag(uint8_t flag, bool on) { flags = on ? (flags | flag) : (flags & ~flag); }
 };
+static_assert(sizeof(OutEdge) == 20, "an edge is 20 bytes");
 
 // How the executor fires a node.
 enum class NodeKind : uint8_t {
@@ -173,7 +179,7 @@ struct NodeInfo {
   bool returns_only_live = false;
   // A Switch that took over the control edges of its Cond's pivot Switch
   // (same predicate, data = the predicate), which then never fires:
-  // OutEdge::pivot marks them.
+  // OutEdge::kPivot marks them.
   bool has_pivot_edges = false;
   // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
   // When some arguments of an invocation are live and some dead, the dead

@@ -554,7 +554,7 @@ class Worker {
   // EmitLive without releasing the firing's reference: the nodes made ready.
   int Emit(Frame* f, const ExecNode& n, const Tensor& out);
   // Edge `e` of a Switch carries `value` to a lean scalar op that needs
-  // nothing else (OutEdge::value_inline): it fires now. The nodes made
+  // nothing else (OutEdge::kValueInline): it fires now. The nodes made
   // ready, or -1 when it must be delivered as usual.
   int FireScalarWith(Frame* f, const OutEdge& e, const Tensor& value);
   // Stores a token in its destination slot; true when that makes the
@@ -589,7 +589,7 @@ class Worker {
   void FireEnter(Frame* f, const ExecNode& n, Token* outs, bool dead);
   void FireNextIteration(Frame* f, const ExecNode& n, Token* outs, bool dead);
   // `self_ref`: the references the firing holds on `f` (1, or 0 when a
-  // lean firing calls it for the Call it made ready: OutEdge::call_inline).
+  // lean firing calls it for the Call it made ready: OutEdge::kCallInline).
   void FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref = 1);
   void FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool dead, int self_ref);
   void FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int child_delta, bool dead, int self_ready,
@@ -986,8 +986,8 @@ void Worker::PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead
   int ready = 0;
   for (const OutEdge* e = EdgesBegin(f, n); e != EdgesEnd(f, n); ++e) {
     if (dead_port >= 0 && e->src_port == dead_port) continue;
-    const bool control = e->src_port < 0 || e->pivot;
-    const bool edge_dead = e->pivot ? e->src_port != pivot_port : control ? dead : outs[e->src_port].dead();
+    const bool control = e->src_port < 0 || e->pivot();
+    const bool edge_dead = e->pivot() ? e->src_port != pivot_port : control ? dead : outs[e->src_port].dead();
     if (DeliverEdge(f, *e, control ? kNoValue : outs[e->src_port].value, edge_dead)) {
       Push(f, e->dst);
       ++ready;
@@ -1584,7 +1584,7 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
     if (dead_port >= 0 && e.src_port == dead_port) {
       if (held_port >= 0) continue;
       edge_dead = true;
-    } else if (e.src_port >= 0 && !e.pivot) {
+    } else if (e.src_port >= 0 && !e.pivot()) {
       value = e.src_port == 1 && n.kind == NodeKind::kMerge ? &out1 : &out0;
     }
     if (DeliverEdge(f, e, *value, edge_dead)) {
@@ -1611,7 +1611,7 @@ inline int Worker::Emit(Frame* f, const ExecNode& n, const Tensor& out) {
   ++live_by_op_[n.op_id];
   int ready = 0;
   for (const OutEdge& e : n.out()) {
-    if (e.call_inline) {
+    if (e.call_inline()) {
       // The Call would be ready with this one value: it fires now, its
       // argument never stored in its slot, its firing never queued.
       const ExecNode& call = exe_->nodes[e.dst];
@@ -1622,7 +1622,7 @@ inline int Worker::Emit(Frame* f, const ExecNode& n, const Tensor& out) {
       FireCall(f, call, &arg, false, /*self_ref=*/0);
       continue;
     }
-    if (e.switch_inline && Alone(f)) {
+    if (e.switch_inline() && Alone(f)) {
       // The predicate of a Switch whose data is already here (a private
       // frame: nothing else can deliver meanwhile): it routes now.
       std::atomic<int32_t>& pending = f->pending()[e.dst_index];
@@ -1693,14 +1693,14 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
       if (grouped) continue;  // the group's frontier stands in for it
       made_ready = DeliverEdge(f, e, kNoValue, true);
     } else {
-      if (e.value_inline) {
+      if (e.value_inline()) {
         const int fired = FireScalarWith(f, e, out);
         if (fired >= 0) {
           ready += fired;
           continue;
         }
       }
-      made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot ? out : kNoValue, false);
+      made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot() ? out : kNoValue, false);
     }
     if (made_ready) {
       Push(f, e.dst);
