@@ -202,6 +202,9 @@ class Compiler {
           e.SetFlag(OutEdge::kValueInline, e.kind == EdgeKind::kLocal && e.src_port >= 0 && !e.pivot() &&
                                                d.lean == LeanKind::kScalarBinary && d.block == n.block &&
                                                e.dst_mode == DstMode::kSingle);
+          e.SetFlag(OutEdge::kConstInline, e.kind == EdgeKind::kLocal && d.kind == NodeKind::kKernel && d.is_const &&
+                                               d.fast && !d.folded && d.num_data_inputs == 0 && d.num_inputs == 1 &&
+                                               d.block == n.block && e.dst_mode == DstMode::kSingle);
         }
       }
       if (n.lean != LeanKind::kScalarBinary || exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction) continue;

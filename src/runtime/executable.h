@@ -64,12 +64,16 @@ struct OutEdge {
   // - kValueInline: from a lean Switch's data port to a lean scalar op whose
   //   other input is a folded constant (fib's n - 1) in the same frame: the
   //   Switch fires it with the value (Worker::FireScalarWith).
-  static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8;
+  // - kConstInline: from a lean Switch's port to a Const it alone triggers
+  //   (a Cond branch's constant) in the same frame: the Switch fires it
+  //   (Worker::FireConstWith).
+  static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16;
   uint8_t flags = 0;
   bool pivot() const { return flags & kPivot; }
   bool call_inline() const { return flags & kCallInline; }
   bool switch_inline() const { return flags & kSwitchInline; }
   bool value_inline() const { return flags & kValueInline; }
+  bool const_inline() const { return flags & kConstInline; }
   void SetFlag(uint8_t flag, bool on) { flags = on ? (flags | flag) : (flags & ~flag); }
 };
 static_assert(sizeof(OutEdge) == 20, "an edge is 20 bytes");

@@ -572,6 +572,12 @@ class Worker {
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  // PropagateLocal without releasing the firing's reference: the nodes of
+  // `f` made ready.
+  int Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead);
+  // A Const that the live port of a Switch triggers (OutEdge::kConstInline)
+  // fires now; returns the nodes of `f` it made ready.
+  int FireConstWith(Frame* f, const OutEdge& e);
   // A Switch's outputs: `dead_port` >= 0 (a grouped Switch's untaken port)
   // is held back for the group's frontier; pivot edges are live when
   // `pivot_port` (-1: a dead predicate) is theirs.
@@ -960,6 +966,10 @@ int Worker::DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Tok
 }
 
 void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead) {
+  Release(f, Propagate(f, n, outs, dead) - 1);
+}
+
+int Worker::Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   const OutEdge* begin = EdgesBegin(f, n);
   const OutEdge* end = EdgesEnd(f, n);
   int ready = 0;
@@ -976,7 +986,7 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
       if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, Alone(parent));
     }
   }
-  Release(f, ready - 1);
+  return ready;
 }
 
 // A Switch of a dead-region group (DeadRegionGroup): its live port as usual,
@@ -1699,6 +1709,9 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
           ready += fired;
           continue;
         }
+      } else if (e.const_inline()) {
+        ready += FireConstWith(f, e);
+        continue;
       }
       made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot() ? out : kNoValue, false);
     }
@@ -1709,6 +1722,16 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
   }
   if (grouped) ready += CountDownDeadRegion(f, n, dead_port);
   return ready;
+}
+
+int Worker::FireConstWith(Frame* f, const OutEdge& e) {
+  const ExecNode& d = exe_->nodes[e.dst];
+  ++fired_;
+  if (!d.is_result) return Emit(f, d, Info(d).const_value);
+  ++live_by_op_[d.op_id];
+  Token outs[1];
+  outs[0].value = Info(d).const_value;
+  return Propagate(f, d, outs, false);
 }
 
 int Worker::FireScalarWith(Frame* f, const OutEdge& e, const Tensor& value) {
