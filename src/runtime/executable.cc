@@ -196,6 +196,16 @@ class Compiler {
     // itself: the (inline scalar) argument skips the Call's slot and the
     // ready stack.
     for (NodeBuild& n : nodes_) {
+      for (OutEdge& e : n.edges) {
+        if (e.kind != EdgeKind::kReturn) continue;
+        const NodeBuild& d = nodes_[e.dst];
+        const bool scalar = d.kind == NodeKind::kKernel && !d.is_const && d.scalar_op != ScalarOp::kNone &&
+                            d.num_inputs == 2 && d.num_data_inputs == 2;
+        const bool call = d.kind == NodeKind::kCall && d.num_inputs == 1 && d.num_data_inputs == 1;
+        e.SetFlag(OutEdge::kReturnInline, (scalar || call) && d.fast && !d.has_invariants && !d.folded &&
+                                              exe_->mode == ExecutionMode::kStatic &&
+                                              exe_->blocks[d.block].kind == ExecBlock::Kind::kFunction);
+      }
       if (n.lean == LeanKind::kSwitch && exe_->blocks[n.block].kind == ExecBlock::Kind::kFunction) {
         for (OutEdge& e : n.edges) {
           const NodeBuild& d = nodes_[e.dst];

@@ -67,13 +67,19 @@ struct OutEdge {
   // - kConstInline: from a lean Switch's port to a Const it alone triggers
   //   (a Cond branch's constant) in the same frame: the Switch fires it
   //   (Worker::FireConstWith).
-  static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16;
+  // - kReturnInline: a function result's edge into the caller's frame, to a
+  //   two-input scalar op or a one-input Call of a function body: the
+  //   result's firing fires it when the value makes it ready
+  //   (Worker::DeliverReturns).
+  static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16,
+                           kReturnInline = 32;
   uint8_t flags = 0;
   bool pivot() const { return flags & kPivot; }
   bool call_inline() const { return flags & kCallInline; }
   bool switch_inline() const { return flags & kSwitchInline; }
   bool value_inline() const { return flags & kValueInline; }
   bool const_inline() const { return flags & kConstInline; }
+  bool return_inline() const { return flags & kReturnInline; }
   void SetFlag(uint8_t flag, bool on) { flags = on ? (flags | flag) : (flags & ~flag); }
 };
 static_assert(sizeof(OutEdge) == 20, "an edge is 20 bytes");

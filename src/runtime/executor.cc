@@ -256,6 +256,9 @@ constexpr int64_t kCoarseMinFirings = 256;
 // Offers judged not worth it double the firings between offers up to this
 // (about 15 ms of scalar firings; at 2^16, ack(3,8) still offered ~460 times).
 constexpr int kMaxOfferInterval = 1 << 20;
+// How many result deliveries may fire their consumers nested in each other
+// (Worker::DeliverReturns): bounds the C++ stack a chain of returns uses.
+constexpr int kMaxNestedReturns = 16;
 
 // A worker alone with the run's frames (a 1-worker run, or the root worker
 // while no offered task is unfinished) needs no lock prefix on its
@@ -578,6 +581,14 @@ class Worker {
   // A Const that the live port of a Switch triggers (OutEdge::kConstInline)
   // fires now; returns the nodes of `f` it made ready.
   int FireConstWith(Frame* f, const OutEdge& e);
+  // A result's edges into the caller's frame `t`: a scalar op or a
+  // one-input Call there that the value makes ready (OutEdge::kReturnInline)
+  // fires now, up to kMaxNestedReturns deep (a chain of returns can be as
+  // long as the recursion is deep). Returns the nodes of `t` made ready.
+  int DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
+  // A two-input scalar op of `t` whose inputs are all there: fired now, or
+  // -1 (the general path must fire it).
+  int FireScalarReady(Frame* t, const ExecNode& d);
   // A Switch's outputs: `dead_port` >= 0 (a grouped Switch's untaken port)
   // is held back for the group's frontier; pivot edges are live when
   // `pivot_port` (-1: a dead predicate) is theirs.
@@ -668,6 +679,7 @@ class Worker {
   int periodic_ = 0;                          // PeriodicChecks since CheckLimits
   bool fast_ok_ = false;  // no tracing, no per-node counts: FireFast may run
   int since_offer_ = 0;
+  int nested_returns_ = 0;  // DeliverReturns within DeliverReturns
   int64_t fired_ = 0;
   int64_t loop_ns_ = 0;
   int64_t others_busy_ns_ = 0;
@@ -969,6 +981,58 @@ void Worker::PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead)
   Release(f, Propagate(f, n, outs, dead) - 1);
 }
 
+int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead) {
+  int ready = 0;
+  for (const OutEdge* e = begin; e != end; ++e) {
+    const bool control = e->src_port < 0;
+    const Tensor& value = control ? kNoValue : outs[e->src_port].value;
+    const bool edge_dead = control ? dead : outs[e->src_port].dead();
+    if (e->return_inline() && !edge_dead && fast_ok_ && nested_returns_ < kMaxNestedReturns &&
+        value.is_inline_scalar()) {
+      const ExecNode& d = exe_->nodes[e->dst];
+      ++nested_returns_;
+      if (d.kind == NodeKind::kCall) {
+        ++live_by_op_[d.op_id];
+        ++fired_;
+        Token arg;
+        arg.value = value;
+        FireCall(t, d, &arg, false, /*self_ref=*/0);
+        --nested_returns_;
+        continue;
+      }
+      int fired = -1;
+      const bool made_ready = DeliverEdge(t, *e, value, false);
+      if (made_ready) fired = FireScalarReady(t, d);
+      --nested_returns_;
+      if (fired >= 0) {
+        ready += fired;
+      } else if (made_ready) {
+        Push(t, e->dst);
+        ++ready;
+      }
+      continue;
+    }
+    if (DeliverEdge(t, *e, value, edge_dead)) {
+      Push(t, e->dst);
+      ++ready;
+    }
+  }
+  return ready;
+}
+
+int Worker::FireScalarReady(Frame* t, const ExecNode& d) {
+  Token* in = t->slots() + d.slot_base;
+  if (in[0].dead() || in[1].dead()) return -1;
+  Tensor out;
+  if (!ComputeScalar(d.scalar_op, in[0].value, &in[1].value, &out)) return -1;
+  ++fired_;
+  if (!d.is_result) return Emit(t, d, out);
+  ++live_by_op_[d.op_id];
+  Token outs[1];
+  outs[0].value = std::move(out);
+  return Propagate(t, d, outs, false);
+}
+
 int Worker::Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   const OutEdge* begin = EdgesBegin(f, n);
   const OutEdge* end = EdgesEnd(f, n);
@@ -982,7 +1046,7 @@ int Worker::Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead) {
         f->label < static_cast<int32_t>(Info(n).return_edges_by_label.size())) {
       const auto& range = Info(n).return_edges_by_label[f->label];
       Frame* parent = f->parent;
-      int parent_ready = DeliverEdges(parent, begin + range.first, begin + range.second, outs, dead);
+      int parent_ready = DeliverReturns(parent, begin + range.first, begin + range.second, outs, dead);
       if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, Alone(parent));
     }
   }
