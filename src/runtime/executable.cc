@@ -191,10 +191,12 @@ class Compiler {
       n.fast = kind_ok && (kernel || !n.has_invariants) && (kernel || n.kind == NodeKind::kMerge || !n.is_result) &&
                n.num_outputs <= 2 && (n.num_data_inputs <= 2 || n.kind == NodeKind::kMerge) && !n.folded;
     }
-    // A lean scalar op feeding a Call of one input (fib's n - 1, ack's
-    // m - 1, an argument of tak's three-argument sites) fires the Call
-    // itself: the (inline scalar) argument skips the Call's slot and the
-    // ready stack.
+    // Edges whose destination the source's firing fires itself, the value
+    // skipping the destination's slot and the ready stack (OutEdge flags,
+    // Worker::Emit and its callers): a result into the caller's scalar op
+    // or one-input Call, a lean Switch into a scalar op of one live input or
+    // a branch's Const, a lean scalar op into a one-input Call (fib's n - 1,
+    // ack's m - 1, tak's arguments) or a Switch's predicate.
     for (NodeBuild& n : nodes_) {
       for (OutEdge& e : n.edges) {
         if (e.kind != EdgeKind::kReturn) continue;
