@@ -79,11 +79,13 @@ struct SessionOptions {
   // Static mode: a Call delivers its argument straight to the consumers of
   // the callee's argument Merge, a function's result goes from the node
   // that computes it straight to the consumers of the caller's Return (past
-  // the result Identity and, inside function bodies, the Return), and the
+  // the result Identity and, inside function bodies, the Return), the
   // Identities of a function body (a Cond's pivots) are passed over by their
-  // producer: all of them would only pass the value on (fib: 11 -> 7
-  // firings per call). Results are the same; RunStats show fewer Merge,
-  // Identity and Return firings. Off: all of them fire, as in the paper.
+  // producer, a result Merge of a Cond's two branches by the taken branch's
+  // kernel, and a Cond's pivot Switch by a Switch of the same predicate: all
+  // of them would only pass the value on (fib: 11 -> 5 firings per call).
+  // Results are the same; RunStats show fewer Merge, Identity, Return and
+  // Switch firings. Off: all of them fire, as in the paper.
   bool forward_call_values = true;
   // Chrome trace JSON (opens in Perfetto) written after each run. Also
   // switched on by the environment variable TDF_TRACE=path.
