@@ -491,11 +491,14 @@ class Worker {
       dead_by_node_.assign(exe_->nodes.size(), 0);
     }
     worker_id_ = tbb::this_task_arena::current_thread_index();
+    frame_cache_.assign(exe_->blocks.size(), FrameCache{});
     fast_ok_ = !run->tracing && live_by_node_.empty();
     multi_ = run->num_workers > 1;
     exact_live_ = run->options->exact_live_frames;
   }
 
+
+  ~Worker() { DropFrameCache(); }
 
   void Loop(std::vector<ReadyItem> items);
   void Flush();
@@ -622,8 +625,13 @@ class Worker {
   void FireInvoke(Frame* f, const ExecNode& n, bool dead);
   void FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead);
   Frame* NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent, const ExecNode& creator);
+  // A finished invocation's frame: kept for the next invocation of its
+  // block on this worker, or freed.
+  void RecycleFrame(Frame* f);
+  void DropFrameCache();
   Frame* CreateIteration(LoopState* loop, int64_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mu);
   void FrameDone(Frame* f);
+  void FrameDoneAll(Frame* first);
   void IterationDone(Frame* f, FrameList* release, LoopState** loop_release);
   void LoopDone(LoopState* loop, FrameList* release);
   void Offer();
@@ -686,6 +694,17 @@ class Worker {
   int64_t frames_created_ = 0;
   int64_t shared_frames_ = 0;
   int64_t max_depth_ = 0;
+  // Per block: frames of finished invocations, linked through `parent`.
+  // A kept frame still has its block's layout and the fields every
+  // invocation shares (block, array pointers, kind, no loop or copied
+  // body): taking one costs the image copy and the per-call fields, where
+  // the pool cost a thread-local lookup, a size-class list and the whole
+  // header (a quarter of a fib call's instructions went to frame life).
+  struct FrameCache {
+    Frame* head = nullptr;
+    int32_t count = 0;
+  };
+  std::vector<FrameCache> frame_cache_;
 };
 
 void Worker::CountFrame(int32_t depth) {
@@ -696,7 +715,7 @@ void Worker::CountFrame(int32_t depth) {
   AddLive(1);
 }
 
-void Worker::AddLive(int64_t delta) {
+inline void Worker::AddLive(int64_t delta) {
   if (alone_) {
     const int64_t live = FetchAdd(run_->live_frames, delta, true) + delta;
     if (live > run_->peak_live_frames.load(std::memory_order_relaxed))
@@ -736,17 +755,72 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
                      depth, " (", NodeAtTag(Info(creator), parent), ")")));
     return nullptr;
   }
-  Frame* f = AllocateFrame(block);
-  if (f == nullptr) {
-    run_->Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory creating a frame of '", block.name, "'")));
-    return nullptr;
+  FrameCache& cache = frame_cache_[block.id];
+  Frame* f = cache.head;
+  if (f != nullptr && kind == Frame::Kind::kInvocation) {
+    cache.head = f->parent;
+    --cache.count;
+    // RecycleFrame kept only frames whose block has an image.
+    std::memcpy(reinterpret_cast<char*>(f) + block.pending_offset, block.image.data(), block.image.size());
+    f->label = -1;
+    f->slot_in_parent = -1;
+    f->refs.store(0, std::memory_order_relaxed);
+    f->holds_tensors.store(false, std::memory_order_relaxed);
+    f->shared.store(false, std::memory_order_relaxed);
+    f->atomic_counts.store(false, std::memory_order_relaxed);
+  } else {
+    f = AllocateFrame(block);
+    if (f == nullptr) {
+      run_->Fail(absl::ResourceExhaustedError(absl::StrCat("out of memory creating a frame of '", block.name, "'")));
+      return nullptr;
+    }
+    f->kind = kind;
   }
-  f->kind = kind;
   f->parent = parent;
   f->run = run_;
   f->depth = depth;
   CountFrame(depth);
   return f;
+}
+
+// Frames that FreeFrame would free, kept in frame_cache_ up to this many per
+// block: a recursion's frames are reused at its own pace, and a long chain
+// of completions (sum(10^6)) returns the rest to the pool.
+constexpr int32_t kMaxCachedFrames = 64;
+
+void Worker::RecycleFrame(Frame* f) {
+  const ExecBlock& block = *f->block;
+  FrameCache& cache = frame_cache_[block.id];
+  if (f->kind != Frame::Kind::kInvocation || f->instance != nullptr || block.image.empty() ||
+      cache.count >= kMaxCachedFrames) {
+    FreeFrame(f);
+    return;
+  }
+  // What FreeFrame releases; the image copy on reuse resets the rest.
+  if (f->holds_tensors.load(std::memory_order_relaxed)) {
+    Token* slots = f->slots();
+    for (int32_t i = 0; i < block.num_slots; ++i) {
+      if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+    }
+  }
+  Token* args = f->args();
+  for (int32_t i = 0; i < block.num_args; ++i) {
+    if (!args[i].value.is_inline_scalar()) args[i].value = Tensor();
+  }
+  f->parent = cache.head;
+  cache.head = f;
+  ++cache.count;
+}
+
+void Worker::DropFrameCache() {
+  for (FrameCache& cache : frame_cache_) {
+    while (cache.head != nullptr) {
+      Frame* f = cache.head;
+      cache.head = f->parent;
+      FreeFrame(f);
+    }
+    cache.count = 0;
+  }
 }
 
 // Only the worker that owns a private frame (and its private relatives)
@@ -791,7 +865,21 @@ void Worker::Release(Frame* f, int64_t delta) {
 
 // Completes `f` and every frame that completes because of it, iteratively
 // (a chain of completions can be as long as the recursion is deep).
-void Worker::FrameDone(Frame* first) {
+void Worker::FrameDone(Frame* f) {
+  // A static-mode invocation (one per call), and its callers as long as
+  // they finish with it, without FrameDoneAll's work list.
+  while (f->kind == Frame::Kind::kInvocation && f->instance == nullptr) {
+    Frame* parent = f->parent;
+    parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+    RecycleFrame(f);
+    AddLive(-1);
+    if (FetchAdd(parent->refs, -1, Alone(parent)) != 1) return;
+    f = parent;
+  }
+  FrameDoneAll(f);
+}
+
+void Worker::FrameDoneAll(Frame* first) {
   FrameList todo{first};  // inline: completing a frame must not allocate
   while (!todo.empty()) {
     Frame* f = todo.back();
@@ -815,7 +903,7 @@ void Worker::FrameDone(Frame* first) {
           }
         }
         parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
-        FreeFrame(f);
+        RecycleFrame(f);
         AddLive(-1);
         if (FetchAdd(parent->refs, ready - 1, Alone(parent)) + ready - 1 == 0) todo.push_back(parent);
         break;
@@ -1024,7 +1112,7 @@ int Worker::FireScalarReady(Frame* t, const ExecNode& d) {
   Token* in = t->slots() + d.slot_base;
   if (in[0].dead() || in[1].dead()) return -1;
   Tensor out;
-  if (!ComputeScalar(d.scalar_op, in[0].value, &in[1].value, &out)) return -1;
+  if (!ComputeScalarBinary(d.scalar_op, in[0].value, in[1].value, &out)) return -1;
   ++fired_;
   if (!d.is_result) return Emit(t, d, out);
   ++live_by_op_[d.op_id];
@@ -1723,7 +1811,7 @@ bool Worker::FireScalarBinary(Frame* f, const ExecNode& n) {
   Token* in = f->slots() + n.slot_base;
   if (in[0].dead() || in[1].dead()) return false;
   Tensor out;
-  if (!ComputeScalar(n.scalar_op, in[0].value, &in[1].value, &out)) return false;
+  if (!ComputeScalarBinary(n.scalar_op, in[0].value, in[1].value, &out)) return false;
   EmitLive(f, n, out);
   return true;
 }
@@ -1804,7 +1892,7 @@ int Worker::FireScalarWith(Frame* f, const OutEdge& e, const Tensor& value) {
   const Token& other = f->slots()[d.slot_base + 1 - input];  // a folded constant
   if (other.dead()) return -1;
   Tensor out;
-  if (!ComputeScalar(d.scalar_op, input == 0 ? value : other.value, input == 0 ? &other.value : &value, &out))
+  if (!ComputeScalarBinary(d.scalar_op, input == 0 ? value : other.value, input == 0 ? other.value : value, &out))
     return -1;
   ++fired_;
   return Emit(f, d, out);
