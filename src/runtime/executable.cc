@@ -930,13 +930,26 @@ class Compiler {
     for (ExecBlock& blk : exe_->blocks) {
       std::vector<int32_t>& map = new_slot[blk.id];
       map.assign(blk.num_slots, -1);
+      std::vector<uint8_t> is_prefilled(blk.num_slots, 0);
+      for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
+      std::vector<uint8_t> has_prefilled(blk.nodes.size(), 0);
+      for (size_t i = 0; i < blk.nodes.size(); ++i) {
+        const NodeBuild& n = nodes[blk.nodes[i]];
+        for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+      }
+      // Nodes with a folded constant first: a reused frame restores its
+      // constants with the counters, in one copy (Worker::NewFrame).
       int32_t next = 0;
-      for (int32_t id : blk.nodes) {
-        NodeBuild& n = nodes[id];
-        if (n.forwarded && !targeted[id]) continue;
-        for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
-        n.slot_base = next;
-        next += n.num_inputs;
+      for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < blk.nodes.size(); ++i) {
+          const int32_t id = blk.nodes[i];
+          NodeBuild& n = nodes[id];
+          if ((n.forwarded && !targeted[id]) || (has_prefilled[i] != 0) != (pass == 0)) continue;
+          for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
+          n.slot_base = next;
+          next += n.num_inputs;
+        }
+        if (pass == 0) blk.prefilled_slots_end = next;
       }
       blk.num_slots = next;
       std::vector<std::pair<int32_t, Tensor>> prefilled;

@@ -239,6 +239,8 @@ struct ExecBlock {
   std::vector<DeadRegionGroup> dead_regions;
   // Slots pre-filled at frame creation with folded constants.
   std::vector<std::pair<int32_t, Tensor>> prefilled;
+  // Slots [0, this) hold every pre-filled slot (their nodes come first).
+  int32_t prefilled_slots_end = 0;
   // When not empty: the initial bytes of a frame from pending_offset on
   // (pending counts, zeroed child slots and tokens, inline constants).
   std::vector<char> image;
