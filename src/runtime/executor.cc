@@ -572,6 +572,9 @@ class Worker {
   // DstMode::kMergeMark: a live token marks the Merge fired (its producer
   // delivers the value itself); a dead one counts.
   bool MarkMerge(Frame* t, const ExecNode& dst, bool dead);
+  // A dead token into Merge `dst` of `t`: true when it makes the Merge fire
+  // (dead: every input arrived dead).
+  bool CountDeadIntoMerge(Frame* t, const ExecNode& dst);
   bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
   void RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0);
   void RecordFetch(const ExecNode& n, const Token* out);
@@ -1034,9 +1037,13 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
     }
     return false;  // a second live input: the Merge already fired
   }
+  return CountDeadIntoMerge(t, dst);
+}
+
+inline bool Worker::CountDeadIntoMerge(Frame* t, const ExecNode& dst) {
   const int expected =
       Info(dst).merge_expected[(t->kind == Frame::Kind::kIteration && t->iteration > 0) ? 1 : 0];
-  const int32_t prev = FetchAdd(state, 1, Alone(t));
+  const int32_t prev = FetchAdd(t->pending()[dst.index], 1, Alone(t));
   return (prev & kMergeCountMask) + 1 == expected && !(prev & kMergeFired);
 }
 
@@ -1170,7 +1177,15 @@ void Worker::PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead
 int Worker::DeliverFrontier(Frame* f, const std::vector<OutEdge>& frontier) {
   int ready = 0;
   for (const OutEdge& e : frontier) {
-    if (DeliverEdge(f, e, kNoValue, true)) {
+    bool made_ready;
+    if (e.dst_mode == DstMode::kMerge) {
+      // Inline, not through DeliverMerge: a Cond's result Merge is most
+      // frontiers' only edge (fib: one per call).
+      made_ready = CountDeadIntoMerge(f, exe_->nodes[e.dst]);
+    } else {
+      made_ready = DeliverEdge(f, e, kNoValue, true);
+    }
+    if (made_ready) {
       Push(f, e.dst);
       ++ready;
     }
