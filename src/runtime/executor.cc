@@ -571,7 +571,7 @@ class Worker {
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
   // DstMode::kMergeMark: a live token marks the Merge fired (its producer
   // delivers the value itself); a dead one counts.
-  bool MarkMerge(Frame* t, const ExecNode& dst, bool dead);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool MarkMerge(Frame* t, const ExecNode& dst, bool dead);
   // A dead token into Merge `dst` of `t`: true when it makes the Merge fire
   // (dead: every input arrived dead).
   bool CountDeadIntoMerge(Frame* t, const ExecNode& dst);
@@ -882,7 +882,17 @@ void Worker::FrameDone(Frame* f) {
   while (f->kind == Frame::Kind::kInvocation && f->instance == nullptr) {
     Frame* parent = f->parent;
     parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
-    RecycleFrame(f);
+    FrameCache& cache = frame_cache_[f->block->id];
+    if (!f->holds_tensors.load(std::memory_order_relaxed) && cache.count < kMaxCachedFrames &&
+        !f->block->image.empty()) {
+      // RecycleFrame with nothing to release: a static-mode invocation never
+      // writes its argument tokens (FireInvoke does, in dynamic mode).
+      f->parent = cache.head;
+      cache.head = f;
+      ++cache.count;
+    } else {
+      RecycleFrame(f);
+    }
     AddLive(-1);
     if (FetchAdd(parent->refs, -1, Alone(parent)) != 1) return;
     f = parent;
@@ -1012,7 +1022,7 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
 }
 
-bool Worker::MarkMerge(Frame* t, const ExecNode& dst, bool dead) {
+inline bool Worker::MarkMerge(Frame* t, const ExecNode& dst, bool dead) {
   if (dead) return DeliverMerge(t, dst, dst.slot_base, kNoValue, true);
   std::atomic<int32_t>& state = t->pending()[dst.index];
   FetchOr(state, kMergeFired, Alone(t));
