@@ -170,6 +170,9 @@ class Compiler {
       n.first_return_edge = static_cast<int32_t>(n.edges.size());
       for (const auto& range : n.return_edges_by_label)
         if (range.first != range.second) n.first_return_edge = std::min(n.first_return_edge, range.first);
+      n.local_edges_only_merge_marks = n.is_result;
+      for (int32_t k = 0; k < n.first_return_edge; ++k)
+        n.local_edges_only_merge_marks &= n.edges[k].dst_mode == DstMode::kMergeMark;
       // A Merge reads only the input that fired it, however many it has
       // (a function's argument Merge has one per call site). Kernels read
       // loop invariants in place; control-flow nodes copy them (Fire).
@@ -775,9 +778,9 @@ class Compiler {
   // A function's result Merge of two kernels that no predicate value lets
   // both be live (the branches of one Cond: each is in the other's dead
   // region) passes the live one on, once per call. The kernels deliver their
-  // live value to the caller's Returns themselves and mark the Merge fired;
-  // the Merge still counts dead inputs and fires, dead, only when all are
-  // (a dead invocation). fib: one firing fewer per call.
+  // live value to the caller's Returns themselves and send the Merge only
+  // dead tokens, which it counts: it fires, dead, only when all its inputs
+  // are (a dead invocation). fib: one firing fewer per call.
   void ForwardExclusiveResultMerges() {
     std::vector<NodeBuild>& nodes = nodes_;
     for (NodeBuild& r : nodes) {

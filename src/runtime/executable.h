@@ -37,8 +37,9 @@ enum class DstMode : uint8_t {
   kCounted,  // ready when its pending counter reaches zero
   kMerge,    // Merge rules (first live input, or all dead)
   // Into a Merge whose live output its producer delivers itself (see
-  // NodeInfo::returns_only_live): a live token only marks the Merge fired,
-  // dead ones count as for kMerge.
+  // NodeInfo::returns_only_live): dead tokens count as for kMerge, a live one
+  // is dropped. Uncounted, it keeps the Merge from ever firing: its dead
+  // inputs then never reach its input count.
   kMergeMark,
 };
 
@@ -187,6 +188,9 @@ struct NodeInfo {
   // its live value to the caller's Returns itself, and the Merge fires only
   // when every input is dead. Its dead tokens go only to the Merge.
   bool returns_only_live = false;
+  // A function result whose edges in its own frame all go to such a Merge
+  // (DstMode::kMergeMark): a live firing has nothing to deliver there.
+  bool local_edges_only_merge_marks = false;
   // A Switch that took over the control edges of its Cond's pivot Switch
   // (same predicate, data = the predicate), which then never fires:
   // OutEdge::kPivot marks them.

@@ -569,9 +569,6 @@ class Worker {
   bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead()); }
   bool DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead);
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
-  // DstMode::kMergeMark: a live token marks the Merge fired (its producer
-  // delivers the value itself); a dead one counts.
-  ABSL_ATTRIBUTE_ALWAYS_INLINE bool MarkMerge(Frame* t, const ExecNode& dst, bool dead);
   // A dead token into Merge `dst` of `t`: true when it makes the Merge fire
   // (dead: every input arrived dead).
   bool CountDeadIntoMerge(Frame* t, const ExecNode& dst);
@@ -1022,13 +1019,6 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
 }
 
-inline bool Worker::MarkMerge(Frame* t, const ExecNode& dst, bool dead) {
-  if (dead) return DeliverMerge(t, dst, dst.slot_base, kNoValue, true);
-  std::atomic<int32_t>& state = t->pending()[dst.index];
-  FetchOr(state, kMergeFired, Alone(t));
-  return false;
-}
-
 bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
   std::atomic<int32_t>& state = t->pending()[dst.index];
   if (!dead) {
@@ -1059,7 +1049,7 @@ inline bool Worker::CountDeadIntoMerge(Frame* t, const ExecNode& dst) {
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
   if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
-  if (e.dst_mode == DstMode::kMergeMark) return MarkMerge(t, exe_->nodes[e.dst], dead);
+  if (e.dst_mode == DstMode::kMergeMark) return dead && CountDeadIntoMerge(t, exe_->nodes[e.dst]);
   t->slots()[e.dst_slot].Set(value, dead);
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   if (e.dst_mode == DstMode::kSingle) return true;
@@ -1154,7 +1144,8 @@ int Worker::Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     ready = DeliverEdges(f, begin, end, outs, dead);
   } else {
     // A function result: local edges, then the Return of the creating site.
-    ready = DeliverEdges(f, begin, begin + Info(n).first_return_edge, outs, dead);
+    if (dead || !Info(n).local_edges_only_merge_marks)
+      ready = DeliverEdges(f, begin, begin + Info(n).first_return_edge, outs, dead);
     if (f->kind == Frame::Kind::kInvocation && f->label >= 0 && !(dead && Info(n).returns_only_live) &&
         f->label < static_cast<int32_t>(Info(n).return_edges_by_label.size())) {
       const auto& range = Info(n).return_edges_by_label[f->label];

@@ -357,6 +357,59 @@ TEST_P(DeadBranchesTest, ForwardedPivotTriggersItsBranchWhenTheRoutedValueIsDead
   }
 }
 
+// main: Merge(k(x if q, y), x unless q), k as above. With y = 0, k's
+// predicate is live and picks 2x, which is dead when q is: the Cond's result
+// Merge gets a dead token from the taken branch's Mul and one from the
+// untaken branch's frontier, and must fire dead (its forwarded producers
+// send it only dead tokens) for k's frame to finish and main's Merge to
+// take x.
+Graph DeadTakenBranch() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"k", {{"x", DType::kInt64}, {"y", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output x = args[0];
+        return f.Cond(
+            f.Greater(args[1], f.Const<int64_t>(0)), [&] { return Outs{f.Const<int64_t>(10)}; },
+            [&] { return Outs{f.Mul(x, f.Const<int64_t>(2))}; });
+      });
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output y = b.Placeholder("y", DType::kInt64);
+  Output q = b.Placeholder("q", DType::kBool);
+  Output x_if_q = b.Outputs(b.Op("Switch", {x, q}))[1];
+  Output x_unless_q = b.Outputs(b.Op("Switch", {x, q}))[0];
+  Output k = b.Call("k", {x_if_q, y})[0];
+  b.Identity(b.Op("Merge", {k, x_unless_q}, {{"T", DType::kInt64}}), "result");
+  return Built(b);
+}
+
+TEST_P(DeadBranchesTest, ForwardedResultMergeFiresDeadWhenTheTakenBranchIsDead) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
+        SessionOptions options;
+        options.num_workers = GetParam();
+        options.forward_call_values = forward;
+        options.skip_dead_branches = skip;
+        options.collect_node_stats = general;
+        auto s = MakeSession(DeadTakenBranch(), options);
+        ASSERT_NE(s, nullptr);
+        for (bool q : {true, false}) {
+          RunStats st;
+          EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"y", I(0)}, {"q", Tensor::Scalar<bool>(q)}}, &st)
+                        .scalar<int64_t>(),
+                    q ? 10 : 5);
+          EXPECT_EQ(st.frames_created, 2);
+          EXPECT_EQ(st.live_frames_after_run, 0);
+          // k's result Merge fires, dead, only when the taken branch is dead.
+          if (!q) EXPECT_GE(exec_test::OpCount(st, "Merge").second, 1);
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
