@@ -566,6 +566,9 @@ class Worker {
   // Stores a token in its destination slot; true when that makes the
   // destination ready.
   bool DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
+  // DeliverEdge into a Merge (DstMode::kMerge or kMergeMark): out of line,
+  // so that the common case inlines small.
+  ABSL_ATTRIBUTE_NOINLINE bool DeliverToMerge(Frame* t, const OutEdge& e, const Tensor& value, bool dead);
   bool Deliver(Frame* t, const OutEdge& e, Token&& tok) { return DeliverEdge(t, e, tok.value, tok.dead()); }
   bool DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead);
   bool DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead);
@@ -1019,6 +1022,11 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
 }
 
+bool Worker::DeliverToMerge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
+  if (e.dst_mode == DstMode::kMergeMark) return dead && CountDeadIntoMerge(t, exe_->nodes[e.dst]);
+  return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
+}
+
 bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Tensor& value, bool dead) {
   std::atomic<int32_t>& state = t->pending()[dst.index];
   if (!dead) {
@@ -1048,8 +1056,10 @@ inline bool Worker::CountDeadIntoMerge(Frame* t, const ExecNode& dst) {
 }
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
-  if (e.dst_mode == DstMode::kMerge) return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
-  if (e.dst_mode == DstMode::kMergeMark) return dead && CountDeadIntoMerge(t, exe_->nodes[e.dst]);
+  static_assert(DstMode::kMergeMark > DstMode::kMerge && DstMode::kMerge > DstMode::kCounted &&
+                    DstMode::kCounted > DstMode::kSingle,
+                "the Merge modes come last");
+  if (e.dst_mode >= DstMode::kMerge) return DeliverToMerge(t, e, value, dead);
   t->slots()[e.dst_slot].Set(value, dead);
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   if (e.dst_mode == DstMode::kSingle) return true;
