@@ -10,6 +10,7 @@
 
 #include "runtime/exec_test_util.h"
 #include "tdf/builder.h"
+#include "tdf/reference_programs.h"
 #include "tdf/session.h"
 
 namespace tdf {
@@ -78,6 +79,25 @@ TEST_P(FrameReuseTest, ReusedFramesStartAsFreshOnes) {
       EXPECT_EQ(stats.frames_created, NativeCalls(kN) + 1);  // + the root
       EXPECT_EQ(stats.live_frames_after_run, 0);
     }
+  }
+}
+
+// sum(n) finishes n frames in one chain: more than a worker keeps for reuse
+// (kMaxCachedFrames = 4096), so the cache spills to the pool mid-chain,
+// several times, and what it still holds goes back when the run ends
+// (ASan reports any frame lost on the way).
+TEST_P(FrameReuseTest, LongChainsOfCompletionsSpillToThePool) {
+  constexpr int64_t kN = 3 * 4096 + 5;
+  SessionOptions opts;
+  opts.num_workers = GetParam();
+  auto session = MakeSession(reference::Sum(), opts);
+  ASSERT_NE(session, nullptr);
+  for (int run = 0; run < 3; ++run) {
+    RunStats stats;
+    const Tensor out = RunResult(session.get(), {{"n", I(kN)}}, &stats);
+    ASSERT_TRUE(out.valid());
+    EXPECT_EQ(out.scalar<int64_t>(), reference::NativeSum(kN));
+    EXPECT_EQ(stats.live_frames_after_run, 0);
   }
 }
 
