@@ -604,7 +604,14 @@ class Worker {
   int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
     const DeadRegionGroup& group = f->block->dead_regions[n.switch_group];
     if (FetchAdd(f->pending()[group.counter_index], -1, Alone(f)) != 1) return 0;
-    return DeliverFrontier(f, group.frontier[dead_port]);
+    const std::vector<OutEdge>& frontier = group.frontier[dead_port];
+    if (frontier.size() == 1 && frontier[0].dst_mode == DstMode::kMerge) {
+      // A Cond's result Merge alone (fib: every call): no call, no loop.
+      if (!CountDeadIntoMerge(f, exe_->nodes[frontier[0].dst])) return 0;
+      Push(f, frontier[0].dst);
+      return 1;
+    }
+    return DeliverFrontier(f, frontier);
   }
   // Out of line: only a group's last Switch in a frame gets here, and the
   // others should not pay for its register spills.
