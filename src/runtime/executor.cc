@@ -195,7 +195,7 @@ Frame* AllocateFrame(const ExecBlock& block) {
   return f;
 }
 
-void FreeFrame(Frame* f) {
+void ReleaseFrameTensors(Frame* f) {
   const ExecBlock& block = *f->block;
   if (f->holds_tensors.load(std::memory_order_relaxed)) {
     // Only slots that received a buffer need a release; scalar programs
@@ -209,6 +209,11 @@ void FreeFrame(Frame* f) {
   for (int32_t i = 0; i < block.num_args; ++i) {
     if (!args[i].value.is_inline_scalar()) args[i].value = Tensor();
   }
+}
+
+void FreeFrame(Frame* f) {
+  const ExecBlock& block = *f->block;
+  ReleaseFrameTensors(f);
   delete f->instance;
   const size_t bytes = block.frame_bytes;
   f->~Frame();
@@ -840,17 +845,7 @@ void Worker::RecycleFrame(Frame* f) {
     FreeFrame(f);
     return;
   }
-  // What FreeFrame releases; the image copy on reuse resets the rest.
-  if (f->holds_tensors.load(std::memory_order_relaxed)) {
-    Token* slots = f->slots();
-    for (int32_t i = 0; i < block.num_slots; ++i) {
-      if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
-    }
-  }
-  Token* args = f->args();
-  for (int32_t i = 0; i < block.num_args; ++i) {
-    if (!args[i].value.is_inline_scalar()) args[i].value = Tensor();
-  }
+  ReleaseFrameTensors(f);  // the image copy on reuse resets the rest
   KeepFrame(frame_cache_[block.id], f);
 }
 

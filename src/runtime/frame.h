@@ -157,6 +157,9 @@ struct LoopState {
 // Allocates and initialises a frame of `block` (slots empty, pending counts
 // from the block's template). Returns null if memory runs out.
 Frame* AllocateFrame(const ExecBlock& block);
+// Releases the tensor buffers the frame's tokens still hold (its slots are
+// then inline scalars or empty).
+void ReleaseFrameTensors(Frame* frame);
 // Releases the tokens still in the frame and frees its memory.
 void FreeFrame(Frame* frame);
 

@@ -307,13 +307,8 @@ TEST_P(DeadBranchesTest, ForwardedResultMergeStillFiresDeadForADeadInvocation) {
   }
 }
 
-// k(x, y) = y > 0 ? 10 : 2x, entered with x dead (a Switch of main's)
-// and y live: the Cond's Switch of x gets dead data and a live predicate.
-// The constant branch is triggered by the Cond's pivot Switch; forwarded
-// (ForwardPivotSwitches), by the Switch of x, whose pivot edges stay live
-// whatever its data.
-Graph DeadDataLivePredicate() {
-  GraphBuilder b;
+// k(x, y) = y > 0 ? 10 : 2x.
+void DefineK(GraphBuilder& b) {
   (void)b.DefineFunction(
       FunctionSignature{"k", {{"x", DType::kInt64}, {"y", DType::kInt64}}, {{"r", DType::kInt64}}},
       [](GraphBuilder& f, const Outs& args) -> Outs {
@@ -322,6 +317,16 @@ Graph DeadDataLivePredicate() {
             f.Greater(args[1], f.Const<int64_t>(0)), [&] { return Outs{f.Const<int64_t>(10)}; },
             [&] { return Outs{f.Mul(x, f.Const<int64_t>(2))}; });
       });
+}
+
+// k(x, y) = y > 0 ? 10 : 2x, entered with x dead (a Switch of main's)
+// and y live: the Cond's Switch of x gets dead data and a live predicate.
+// The constant branch is triggered by the Cond's pivot Switch; forwarded
+// (ForwardPivotSwitches), by the Switch of x, whose pivot edges stay live
+// whatever its data.
+Graph DeadDataLivePredicate() {
+  GraphBuilder b;
+  DefineK(b);
   Output x = b.Placeholder("x", DType::kInt64);
   Output y = b.Placeholder("y", DType::kInt64);
   Output q = b.Placeholder("q", DType::kBool);
@@ -365,14 +370,7 @@ TEST_P(DeadBranchesTest, ForwardedPivotTriggersItsBranchWhenTheRoutedValueIsDead
 // take x.
 Graph DeadTakenBranch() {
   GraphBuilder b;
-  (void)b.DefineFunction(
-      FunctionSignature{"k", {{"x", DType::kInt64}, {"y", DType::kInt64}}, {{"r", DType::kInt64}}},
-      [](GraphBuilder& f, const Outs& args) -> Outs {
-        Output x = args[0];
-        return f.Cond(
-            f.Greater(args[1], f.Const<int64_t>(0)), [&] { return Outs{f.Const<int64_t>(10)}; },
-            [&] { return Outs{f.Mul(x, f.Const<int64_t>(2))}; });
-      });
+  DefineK(b);
   Output x = b.Placeholder("x", DType::kInt64);
   Output y = b.Placeholder("y", DType::kInt64);
   Output q = b.Placeholder("q", DType::kBool);
