@@ -529,6 +529,7 @@ int RealMain(int argc, char** argv) {
   options.json_path = flags.json;
   options.machine = MachineLine(round_trip_start, CoreToCoreRoundTripNs());
   PrintTable(state.results, options);
+  std::fflush(stdout);  // the table before the files' "wrote" lines on stderr
   bool files_ok = WriteCsv(state.results, options);
   files_ok = WritePlot(state.results, options) && files_ok;
 
