@@ -777,11 +777,12 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
   if (f != nullptr && kind == Frame::Kind::kInvocation) {
     cache.head = f->parent;
     --cache.size;
-    // RecycleFrame kept only frames whose block has an image. Of it, only
-    // the pending counts, child slots, folded constants (a firing may move
-    // one out of its slot; they are the first slots) and arguments need
+    // Only frames whose block has an image are kept. Of it, only the
+    // pending counts, child slots, folded constants (a firing may move one
+    // out of its slot; they are the first slots) and arguments need
     // restoring: every other slot is written before it is read, and holds
-    // an inline scalar (RecycleFrame released the rest). fib: 240 of 400 bytes.
+    // an inline scalar (buffers were released when the frame was kept).
+    // fib: 240 of 400 bytes.
     char* base = reinterpret_cast<char*>(f);
     std::memcpy(base + block.pending_offset, block.image.data(),
                 block.slots_offset - block.pending_offset + sizeof(Token) * block.prefilled_slots_end);
