@@ -30,8 +30,8 @@ constexpr bool IsArithmetic(ScalarOp op) {
 template <ScalarOp op>
 bool BinaryFor(const Tensor& a, const Tensor& b, Tensor* out) {
   if constexpr (IsArithmetic(op)) {
-    // Two inline int64 scalars (the recursion benchmarks' every op) decided
-    // by one compare each, before the general dtype dispatch.
+    // Two inline int64 scalars (every op of the recursion benchmarks),
+    // decided before the general dtype dispatch.
     if (a.is_inline_scalar() && b.is_inline_scalar() && a.dtype() == DType::kInt64 && b.dtype() == DType::kInt64)
       return internal::Binary<int64_t>(op, a.scalar<int64_t>(), b.scalar<int64_t>(), out);
   }

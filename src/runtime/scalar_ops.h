@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/base/attributes.h"
 #include "runtime/kernels/kernel_util.h"
 #include "tdf/tensor.h"
 
@@ -71,8 +72,10 @@ inline bool Binary(ScalarOp op, T a, T b, Tensor* out) {
 }  // namespace internal
 
 // Computes `op` on inline scalars; false when the fast path does not apply.
-__attribute__((always_inline)) inline bool ComputeScalar(ScalarOp op, const Tensor& a, const Tensor* b,
-                                                         Tensor* out) {
+// Always inline: each kBinaryScalarFns entry is this function with its op
+// fixed, the op's tests folded away.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool ComputeScalar(ScalarOp op, const Tensor& a, const Tensor* b,
+                                                       Tensor* out) {
   if (!a.is_inline_scalar()) return false;
   if (op == ScalarOp::kIdentity) {
     *out = a;
