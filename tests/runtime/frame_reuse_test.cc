@@ -24,7 +24,7 @@ using exec_test::RunResult;
 
 // g(n) = (n <= 1 ? 0 : g(n-1) + g(n-2)) + seven + pick, where seven is an
 // Identity of a constant (it moves the constant out of its slot) and pick is
-// a Cond whose untaken-or-taken Switch routes a constant (moved out too).
+// a Cond whose Switch routes a constant (moved out of its slot too).
 int64_t NativeG(int64_t n) {
   const int64_t pick = n > 5 ? 3 : 4;
   return (n <= 1 ? 0 : NativeG(n - 1) + NativeG(n - 2)) + 7 + pick;
