@@ -582,6 +582,7 @@ std::vector<Output> GraphBuilder::Call(const std::string& function, const std::v
 absl::StatusOr<Graph> GraphBuilder::Build() const {
   if (!status_.ok()) return status_;
   Graph g;
+  g.node.reserve(nodes_.size());
   for (const NodeInfo& n : nodes_) g.node.push_back(n.def);
   g.library = *library_;
   return g;

@@ -1,10 +1,11 @@
 #include "graph/frames.h"
 
+#include "graph/node_index.h"
+
 #include <deque>
 #include <map>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "tdf/status.h"
 
@@ -18,8 +19,8 @@ struct OutEdge {
 
 class FrameInference {
  public:
-  FrameInference(const std::vector<NodeDef>& nodes, const std::string& body_name)
-      : nodes_(nodes), body_name_(body_name) {}
+  FrameInference(const std::vector<NodeDef>& nodes, const NodeIndex& index, const std::string& body_name)
+      : nodes_(nodes), index_(index), body_name_(body_name) {}
 
   absl::StatusOr<FrameInfo> Run() {
     BlockInfo top;
@@ -30,7 +31,7 @@ class FrameInference {
     }
     info_.blocks.push_back(top);
     info_.block_of_node.assign(nodes_.size(), -1);
-    TDF_RETURN_IF_ERROR(BuildEdges());
+    BuildEdges();
 
     std::deque<int> work;
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -62,7 +63,7 @@ class FrameInference {
                                              DescribeBlock(info_, block), ")"));
         continue;
       }
-      for (const OutEdge& e : out_edges_[src]) {
+      for (const OutEdge& e : out_edges(src)) {
         const NodeDef& dst = nodes_[e.dst];
         if (dst.op == "Return" && !e.is_control) continue;  // the value comes from the callee
         TDF_ASSIGN_OR_RETURN(int target, TargetBlock(src, e));
@@ -87,26 +88,20 @@ class FrameInference {
   }
 
  private:
-  absl::Status BuildEdges() {
-    absl::flat_hash_map<std::string, int> index;
-    index.reserve(nodes_.size());
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!index.emplace(nodes_[i].name, static_cast<int>(i)).second)
-        return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
-    }
-    out_edges_.assign(nodes_.size(), {});
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      for (const std::string& text : nodes_[i].input) {
-        absl::StatusOr<InputRef> ref = InputRef::Parse(text);
-        if (!ref.ok()) return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, ref.status().message());
-        auto it = index.find(ref->node);
-        if (it == index.end())
-          return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument,
-                           absl::StrCat("input '", text, "' names an unknown node"));
-        out_edges_[it->second].push_back({static_cast<int>(i), ref->is_control});
-      }
-    }
-    return absl::OkStatus();
+  void BuildEdges() {
+    std::vector<uint32_t> out_count(nodes_.size() + 1, 0);
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      for (const ResolvedInput& in : index_.inputs(i)) ++out_count[in.src + 1];
+    for (size_t i = 0; i < nodes_.size(); ++i) out_count[i + 1] += out_count[i];
+    out_offsets_ = out_count;
+    out_edges_.resize(out_offsets_.back());
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      for (const ResolvedInput& in : index_.inputs(i))
+        out_edges_[out_count[in.src]++] = {static_cast<int>(i), in.is_control};
+  }
+
+  absl::Span<const OutEdge> out_edges(int node) const {
+    return absl::MakeConstSpan(out_edges_.data() + out_offsets_[node], out_offsets_[node + 1] - out_offsets_[node]);
   }
 
   int FunctionBlock(const std::string& name) {
@@ -152,9 +147,12 @@ class FrameInference {
   }
 
   const std::vector<NodeDef>& nodes_;
+  const NodeIndex& index_;
   const std::string& body_name_;
   FrameInfo info_;
-  std::vector<std::vector<OutEdge>> out_edges_;
+  // Out edges by producer, in consumer order (node i's: [out_offsets_[i], out_offsets_[i + 1])).
+  std::vector<uint32_t> out_offsets_;
+  std::vector<OutEdge> out_edges_;
   std::map<std::string, int> function_blocks_;
   std::map<std::pair<int, std::string>, int> loop_blocks_;
 };
@@ -172,8 +170,14 @@ std::string DescribeBlock(const FrameInfo& info, int block) {
   return "";
 }
 
+absl::StatusOr<FrameInfo> InferFrames(const std::vector<NodeDef>& nodes, const NodeIndex& index,
+                                      const std::string& body_name) {
+  return FrameInference(nodes, index, body_name).Run();
+}
+
 absl::StatusOr<FrameInfo> InferFrames(const std::vector<NodeDef>& nodes, const std::string& body_name) {
-  return FrameInference(nodes, body_name).Run();
+  TDF_ASSIGN_OR_RETURN(NodeIndex index, NodeIndex::Build(nodes));
+  return InferFrames(nodes, index, body_name);
 }
 
 }  // namespace tdf

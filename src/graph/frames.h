@@ -32,6 +32,8 @@
 
 namespace tdf {
 
+class NodeIndex;
+
 struct BlockInfo {
   enum class Kind { kMain, kLoop, kFunction };
   Kind kind = Kind::kMain;
@@ -52,6 +54,9 @@ struct FrameInfo {
 // block 0 is then that body, of kind kFunction named `body_name`.
 // Deterministic: the same nodes always give the same blocks in the same order.
 absl::StatusOr<FrameInfo> InferFrames(const std::vector<NodeDef>& nodes, const std::string& body_name = "");
+// The same with the nodes' inputs already resolved (`index` built from `nodes`).
+absl::StatusOr<FrameInfo> InferFrames(const std::vector<NodeDef>& nodes, const NodeIndex& index,
+                                      const std::string& body_name);
 
 // "main", "loop 'while_2' in main", "function 'fib'": how errors name a block.
 std::string DescribeBlock(const FrameInfo& info, int block);

@@ -3,6 +3,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "graph/node_index.h"
+#include "tdf/status.h"
 
 namespace tdf {
 
@@ -55,22 +57,11 @@ bool operator==(const AttrValue& a, const AttrValue& b) {
 }
 
 absl::StatusOr<InputRef> InputRef::Parse(absl::string_view text) {
+  TDF_ASSIGN_OR_RETURN(InputView view, ParseInputView(text));
   InputRef ref;
-  absl::string_view s = text;
-  if (!s.empty() && s[0] == '^') {
-    ref.is_control = true;
-    s.remove_prefix(1);
-  }
-  size_t colon = s.rfind(':');
-  if (colon != absl::string_view::npos && !ref.is_control) {
-    int port = 0;
-    if (!absl::SimpleAtoi(s.substr(colon + 1), &port) || port < 0)
-      return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
-    ref.port = port;
-    s = s.substr(0, colon);
-  }
-  if (s.empty()) return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': empty node name"));
-  ref.node = std::string(s);
+  ref.node = std::string(view.node);
+  ref.port = view.port;
+  ref.is_control = view.is_control;
   return ref;
 }
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/frames.h"
+#include "graph/node_index.h"
 #include "tdf/op_registry.h"
 #include "tdf/status.h"
 
@@ -43,7 +43,7 @@ class BodyValidator {
     TDF_RETURN_IF_ERROR(CheckVariables());
     if (function_ != nullptr) TDF_RETURN_IF_ERROR(CheckArgsAndRetvals());
     absl::StatusOr<FrameInfo> frames =
-        InferFrames(nodes_, function_ != nullptr ? function_->signature.name : std::string());
+        InferFrames(nodes_, index_, function_ != nullptr ? function_->signature.name : std::string());
     return frames.status();
   }
 
@@ -52,7 +52,6 @@ class BodyValidator {
   // ops that belong only inside (Arg, Retval) or outside (Variable,
   // Placeholder) a function body.
   absl::Status CheckNodesAndInputs() {
-    index_.reserve(nodes_.size());
     schemas_.resize(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodeDef& n = nodes_[i];
@@ -60,7 +59,6 @@ class BodyValidator {
       // Such a name could not be written as an input ("x:1" reads port 1).
       if (n.name.find(':') != std::string::npos || n.name[0] == '^')
         return Invalid(n, "node names may not contain ':' or start with '^'");
-      if (!index_.emplace(n.name, static_cast<int>(i)).second) return Invalid(n, "duplicate node name");
       schemas_[i] = OpRegistry::Global()->Find(n.op);
       if (schemas_[i] == nullptr) return Invalid(n, absl::StrCat("unknown op '", n.op, "'"));
       const OpKind kind = schemas_[i]->kind();
@@ -71,39 +69,54 @@ class BodyValidator {
                                        kind == OpKind::kVariable ? "create variables in the main graph"
                                                                  : "pass the value as an argument"));
     }
-    in_edges_.resize(nodes_.size());
+    // Duplicate names, input syntax and dangling inputs.
+    TDF_ASSIGN_OR_RETURN(index_, NodeIndex::Build(nodes_));
+    edge_offsets_.reserve(nodes_.size() + 1);
+    edge_offsets_.push_back(0);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodeDef& n = nodes_[i];
       bool seen_control = false;
-      for (const std::string& text : n.input) {
-        absl::StatusOr<InputRef> ref = InputRef::Parse(text);
-        if (!ref.ok()) return Invalid(n, ref.status().message());
-        if (ref->is_control) {
+      absl::Span<const ResolvedInput> inputs = index_.inputs(i);
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const ResolvedInput& ref = inputs[k];
+        if (ref.is_control) {
           seen_control = true;
         } else if (seen_control) {
-          return Invalid(n, absl::StrCat("data input '", text, "' after a control input"));
+          return Invalid(n, absl::StrCat("data input '", n.input[k], "' after a control input"));
         }
-        auto it = index_.find(ref->node);
-        if (it == index_.end()) return Invalid(n, absl::StrCat("input '", text, "' names an unknown node"));
-        const NodeDef& src = nodes_[it->second];
-        const bool back = src.op == "NextIteration" || (!ref->is_control && (src.op == "Call" || n.op == "Return"));
-        in_edges_[i].push_back({it->second, ref->port, ref->is_control, back});
+        const NodeDef& src = nodes_[ref.src];
+        const bool back = src.op == "NextIteration" || (!ref.is_control && (src.op == "Call" || n.op == "Return"));
+        edges_.push_back({ref.src, ref.port, ref.is_control, back});
       }
+      edge_offsets_.push_back(static_cast<uint32_t>(edges_.size()));
     }
     return absl::OkStatus();
+  }
+
+  absl::Span<const Edge> in_edges(int i) const {
+    return absl::MakeConstSpan(edges_.data() + edge_offsets_[i], edge_offsets_[i + 1] - edge_offsets_[i]);
   }
 
   // Kahn's algorithm over the forward edges; fills topo_.
   absl::Status CheckAcyclic() {
     const int n = static_cast<int>(nodes_.size());
     std::vector<int> pending(n, 0);
-    std::vector<std::vector<int>> out(n);
+    // Forward out edges by producer: node i's consumers are out[out_begin[i], out_begin[i + 1]).
+    std::vector<int> out_begin(n + 1, 0);
     for (int i = 0; i < n; ++i) {
-      for (const Edge& e : in_edges_[i]) {
+      for (const Edge& e : in_edges(i)) {
         if (e.is_back) continue;
         ++pending[i];
-        out[e.src].push_back(i);
+        ++out_begin[e.src + 1];
       }
+    }
+    for (int i = 0; i < n; ++i) out_begin[i + 1] += out_begin[i];
+    std::vector<int> out(out_begin[n]);
+    {
+      std::vector<int> fill(out_begin.begin(), out_begin.end() - 1);
+      for (int i = 0; i < n; ++i)
+        for (const Edge& e : in_edges(i))
+          if (!e.is_back) out[fill[e.src]++] = i;
     }
     std::deque<int> ready;
     for (int i = 0; i < n; ++i)
@@ -112,8 +125,8 @@ class BodyValidator {
       int i = ready.front();
       ready.pop_front();
       topo_.push_back(i);
-      for (int d : out[i])
-        if (--pending[d] == 0) ready.push_back(d);
+      for (int k = out_begin[i]; k < out_begin[i + 1]; ++k)
+        if (--pending[out[k]] == 0) ready.push_back(out[k]);
     }
     if (static_cast<int>(topo_.size()) == n) return absl::OkStatus();
     // Every node left has a forward predecessor that is also left: walking
@@ -126,7 +139,7 @@ class BodyValidator {
     while (position[cur] < 0) {
       position[cur] = static_cast<int>(path.size());
       path.push_back(cur);
-      for (const Edge& e : in_edges_[cur]) {
+      for (const Edge& e : in_edges(cur)) {
         if (!e.is_back && pending[e.src] > 0) {
           cur = e.src;
           break;
@@ -143,7 +156,7 @@ class BodyValidator {
   absl::StatusOr<std::vector<DType>> InferNode(int i, bool use_back_edges) {
     const NodeDef& n = nodes_[i];
     std::vector<DType> inputs;
-    for (const Edge& e : in_edges_[i]) {
+    for (const Edge& e : in_edges(i)) {
       if (e.is_control) continue;
       if (e.is_back && !use_back_edges) {
         inputs.push_back(DType::kInvalid);
@@ -182,7 +195,7 @@ class BodyValidator {
     }
     for (int i : topo_) {
       bool has_back = false;
-      for (const Edge& e : in_edges_[i]) has_back |= e.is_back && !e.is_control;
+      for (const Edge& e : in_edges(i)) has_back |= e.is_back && !e.is_control;
       if (has_back) TDF_RETURN_IF_ERROR(InferNode(i, /*use_back_edges=*/true).status());
     }
     return absl::OkStatus();
@@ -234,11 +247,11 @@ class BodyValidator {
       if (n.op != "Read" && n.op != "Assign" && n.op != "AssignAdd" && n.op != "AssignSub" && n.op != "ScatterAdd")
         continue;
       TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
-      int cur = in_edges_[i].front().src;
+      int cur = in_edges(i).front().src;
       for (size_t steps = 0; steps <= nodes_.size(); ++steps) {
         const std::string& op = nodes_[cur].op;
         if (op != "Identity" && op != "Enter" && op != "Exit" && op != "Switch" && op != "NextIteration") break;
-        cur = in_edges_[cur].front().src;
+        cur = in_edges(cur).front().src;
       }
       const NodeDef& src = nodes_[cur];
       const OpKind kind = schemas_[cur]->kind();
@@ -299,9 +312,10 @@ class BodyValidator {
   const std::vector<NodeDef>& nodes_;
   const FunctionDef* function_;
   const FunctionLibrary& library_;
-  absl::flat_hash_map<std::string, int> index_;
+  NodeIndex index_;
   std::vector<const OpSchema*> schemas_;
-  std::vector<std::vector<Edge>> in_edges_;
+  std::vector<Edge> edges_;  // node i's inputs: [edge_offsets_[i], edge_offsets_[i + 1])
+  std::vector<uint32_t> edge_offsets_;
   std::vector<int> topo_;
   std::vector<std::vector<DType>> types_;
 };

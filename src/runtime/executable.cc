@@ -18,8 +18,9 @@ namespace tdf {
 namespace runtime {
 
 int32_t ExecutableGraph::FindMainNode(absl::string_view name) const {
-  auto it = main_by_name.find(name);
-  return it == main_by_name.end() ? -1 : it->second;
+  // The main unit comes first: its list positions are the node ids.
+  const int32_t id = main_index.Find(name);
+  return id >= 0 && nodes[id].block == 0 ? id : -1;
 }
 
 namespace {
@@ -66,7 +67,9 @@ class Compiler {
   // Adds the nodes of one unit (the main graph, or one function body in
   // dynamic mode) with its blocks.
   absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name) {
-    TDF_ASSIGN_OR_RETURN(FrameInfo fi, InferFrames(nodes, body_name));
+    Unit unit;
+    TDF_ASSIGN_OR_RETURN(unit.index, NodeIndex::Build(nodes));
+    TDF_ASSIGN_OR_RETURN(FrameInfo fi, InferFrames(nodes, unit.index, body_name));
     std::vector<int32_t> block_map(fi.blocks.size());
     for (size_t b = 0; b < fi.blocks.size(); ++b) {
       const BlockInfo& info = fi.blocks[b];
@@ -91,7 +94,8 @@ class Compiler {
     for (size_t b = 0; b < fi.blocks.size(); ++b) {
       if (fi.blocks[b].parent >= 0) exe_->blocks[block_map[b]].parent = block_map[fi.blocks[b].parent];
     }
-    Unit unit;
+    nodes_.reserve(nodes_.size() + nodes.size());
+    unit.ids.reserve(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const NodeDef& def = nodes[i];
       const OpSchema* schema = OpRegistry::Global()->Find(def.op);
@@ -104,7 +108,6 @@ class Compiler {
       ExecBlock& blk = exe_->blocks[n.block];
       n.index = static_cast<int32_t>(blk.nodes.size());
       blk.nodes.push_back(n.id);
-      if (n.block == 0) exe_->main_by_name.emplace(def.name, n.id);
       n.num_inputs = static_cast<int32_t>(def.input.size());
       n.num_data_inputs = def.num_data_inputs();
       n.slot_base = blk.num_slots;
@@ -116,9 +119,6 @@ class Compiler {
       auto [it, inserted] = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size()));
       if (inserted) exe_->op_names.push_back(def.op);
       n.op_id = it->second;
-      if (unit.by_name.count(def.name) > 0)
-        return NodeError(def, absl::StatusCode::kInvalidArgument, "duplicate node name");
-      unit.by_name[def.name] = n.id;
       unit.ids.push_back(n.id);
       nodes_.push_back(std::move(n));
     }
@@ -237,11 +237,12 @@ class Compiler {
   }
 
   std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
+  NodeIndex TakeMainIndex() { return std::move(units_.front().index); }
 
  private:
   struct Unit {
-    std::vector<int32_t> ids;
-    absl::flat_hash_map<std::string, int32_t> by_name;
+    std::vector<int32_t> ids;  // by position in the unit's node list
+    NodeIndex index;           // inputs by position in the list
   };
 
   int32_t ChildSlot(int32_t block, const std::string& key, bool is_loop) {
@@ -288,19 +289,15 @@ class Compiler {
           break;
       }
     }
-    for (int32_t id : unit.ids) {
-      NodeBuild& c = nodes[id];
+    for (size_t k = 0; k < unit.ids.size(); ++k) {
+      NodeBuild& c = nodes[unit.ids[k]];
       const NodeDef& def = *c.def;
-      c.invariant_input.assign(c.num_inputs, -1);
+      absl::Span<const ResolvedInput> inputs = unit.index.inputs(k);
       int32_t pending = 0;
       int32_t from_next = 0, from_call = 0;
       for (int32_t j = 0; j < c.num_inputs; ++j) {
-        TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(def.input[j]));
-        auto pit = unit.by_name.find(ref.node);
-        if (pit == unit.by_name.end())
-          return NodeError(def, absl::StatusCode::kInvalidArgument,
-                           absl::StrCat("input '", def.input[j], "' names an unknown node"));
-        NodeBuild& p = nodes[pit->second];
+        const ResolvedInput& ref = inputs[j];
+        NodeBuild& p = nodes[unit.ids[ref.src]];
         OutEdge e;
         e.dst = c.id;
         e.dst_slot = c.slot_base + j;
@@ -327,6 +324,8 @@ class Compiler {
           }
           if (p.is_constant_enter) {
             e.invariant = static_cast<int16_t>(p.io_index);
+            // Only nodes that read an invariant have the list (ExecNode::has_invariants).
+            if (c.invariant_input.empty()) c.invariant_input.assign(c.num_inputs, -1);
             c.invariant_input[j] = static_cast<int16_t>(p.io_index);
             counts = false;
           }
@@ -1233,10 +1232,10 @@ class Compiler {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, ExecutionMode mode,
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionMode mode,
                                                          const SessionOptions& options) {
   auto exe = std::make_unique<ExecutableGraph>();
-  exe->graph = graph;
+  exe->graph = std::move(graph);
   exe->mode = mode;
   Compiler compiler(exe.get(), options);
   TDF_RETURN_IF_ERROR(compiler.AddUnit(exe->graph.node, ""));
@@ -1248,6 +1247,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, Exe
     }
   }
   TDF_RETURN_IF_ERROR(compiler.Link());
+  exe->main_index = compiler.TakeMainIndex();
   std::vector<NodeBuild> nodes = compiler.TakeNodes();
   size_t total_edges = 0;
   for (const NodeBuild& n : nodes) total_edges += n.edges.size();

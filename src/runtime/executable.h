@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "graph/node_index.h"
 #include "tdf/graph.h"
 #include "tdf/kernel.h"
 #include "tdf/op_registry.h"
@@ -284,14 +285,15 @@ struct ExecutableGraph {
   ExecutionMode mode = ExecutionMode::kStatic;
 
   int32_t FindMainNode(absl::string_view name) const;  // -1 if none
-  // Main-graph node ids by name: feeds and fetches are resolved on every
-  // run, and a scan is linear in the graph (chain(10^5): 9% of a run).
-  absl::flat_hash_map<std::string, int32_t> main_by_name;
+  // Names of graph.node: feeds and fetches are resolved on every run, and a
+  // scan is linear in the graph (chain(10^5): 9% of a run).
+  NodeIndex main_index;
 };
 
 // Builds the executable form. In static mode `graph` must be transformed
-// (no Invoke); in dynamic mode it keeps its Invoke nodes and library.
-absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(const Graph& graph, ExecutionMode mode,
+// (no Invoke); in dynamic mode it keeps its Invoke nodes and library. The
+// executable keeps `graph` (its NodeDefs name nodes in errors and traces).
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionMode mode,
                                                          const SessionOptions& options);
 
 }  // namespace runtime

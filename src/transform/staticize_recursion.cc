@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/node_index.h"
 #include "tdf/graph.h"
 #include "tdf/status.h"
 #include "tdf/transform.h"
@@ -79,7 +80,7 @@ struct Scope {
   const FunctionDef* function = nullptr;  // null: the main graph
   const std::vector<NodeDef>* nodes = nullptr;
   std::string prefix;  // "" or "f/"
-  absl::flat_hash_map<std::string, const NodeDef*> by_name;
+  absl::flat_hash_map<absl::string_view, const NodeDef*> by_name;  // views into *nodes
   absl::flat_hash_map<std::string, Site> sites;  // by the Invoke's original name
 
   std::string Where() const {
@@ -188,6 +189,9 @@ class Staticizer {
       scopes_.push_back(MakeScope(f, f->node));
     }
     for (Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, NumberSites(scope)));
+    size_t copied = 0;  // at least: an Invoke becomes more than one node
+    for (const Scope& scope : scopes_) copied += scope.nodes->size();
+    out_.node.reserve(copied);
     for (const Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, Emit(scope)));
     TDF_RETURN_IF_ERROR(CheckUniqueNames());
     return std::move(out_);
@@ -199,6 +203,7 @@ class Staticizer {
     s.function = f;
     s.nodes = &nodes;
     if (f != nullptr) s.prefix = absl::StrCat(f->signature.name, "/");
+    s.by_name.reserve(nodes.size());
     for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
     return s;
   }
@@ -245,14 +250,19 @@ class Staticizer {
   // Appends the output form of `input` (an input of `consumer` in `scope`).
   absl::Status RewriteInput(const Scope& scope, const NodeDef& consumer, const std::string& input,
                             std::vector<std::string>& out) const {
-    TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(input));
+    TDF_ASSIGN_OR_RETURN(InputView ref, ParseInputView(input));
     auto producer = scope.by_name.find(ref.node);
     if (producer == scope.by_name.end())
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "' names no node of ", scope.Where()));
     if (producer->second->op != kInvoke) {
-      ref.node = scope.prefix + ref.node;
-      out.push_back(ref.ToString());
+      if (ref.is_control) {
+        out.push_back(absl::StrCat("^", scope.prefix, ref.node));
+      } else if (ref.port == 0) {
+        out.push_back(absl::StrCat(scope.prefix, ref.node));
+      } else {
+        out.push_back(absl::StrCat(scope.prefix, ref.node, ":", ref.port));
+      }
       return absl::OkStatus();
     }
     const Site& site = scope.sites.at(ref.node);

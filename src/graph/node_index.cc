@@ -1,0 +1,60 @@
+#include "graph/node_index.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tdf {
+
+absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
+  InputView ref;
+  absl::string_view s = text;
+  if (!s.empty() && s[0] == '^') {
+    ref.is_control = true;
+    s.remove_prefix(1);
+  }
+  size_t colon = s.rfind(':');
+  if (colon != absl::string_view::npos && !ref.is_control) {
+    int port = 0;
+    if (!absl::SimpleAtoi(s.substr(colon + 1), &port) || port < 0)
+      return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
+    ref.port = port;
+    s = s.substr(0, colon);
+  }
+  if (s.empty()) return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': empty node name"));
+  ref.node = s;
+  return ref;
+}
+
+absl::StatusOr<NodeIndex> NodeIndex::Build(const std::vector<NodeDef>& nodes) {
+  NodeIndex index;
+  index.by_name_.reserve(nodes.size());
+  size_t total_inputs = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!index.by_name_.emplace(nodes[i].name, static_cast<int32_t>(i)).second)
+      return NodeError(nodes[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
+    total_inputs += nodes[i].input.size();
+  }
+  index.offsets_.reserve(nodes.size() + 1);
+  index.inputs_.reserve(total_inputs);
+  index.offsets_.push_back(0);
+  for (const NodeDef& node : nodes) {
+    for (const std::string& text : node.input) {
+      absl::StatusOr<InputView> ref = ParseInputView(text);
+      if (!ref.ok()) return NodeError(node, absl::StatusCode::kInvalidArgument, ref.status().message());
+      const int32_t src = index.Find(ref->node);
+      if (src < 0)
+        return NodeError(node, absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("input '", text, "' names an unknown node"));
+      index.inputs_.push_back({src, ref->port, ref->is_control});
+    }
+    index.offsets_.push_back(static_cast<uint32_t>(index.inputs_.size()));
+  }
+  return index;
+}
+
+int32_t NodeIndex::Find(absl::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+}  // namespace tdf
