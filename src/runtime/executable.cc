@@ -779,7 +779,9 @@ class Compiler {
   // region) passes the live one on, once per call. The kernels deliver their
   // live value to the caller's Returns themselves and send the Merge only
   // dead tokens, which it counts: it fires, dead, only when all its inputs
-  // are (a dead invocation). fib: one firing fewer per call.
+  // are (a dead invocation). fib: one firing fewer per call. When only one
+  // input is such a kernel (ack's n + 1 against its tail calls), that one
+  // delivers itself and the Merge fires only when the other input is live.
   void ForwardExclusiveResultMerges() {
     std::vector<NodeBuild>& nodes = nodes_;
     for (NodeBuild& r : nodes) {
@@ -808,14 +810,18 @@ class Compiler {
         }
       }
       if (!ok || found != 2) continue;
-      for (int i = 0; i < 2 && ok; ++i) {
+      // A producer that is not such a kernel (a Merge of tail calls, a
+      // Return) keeps its edge: the Merge passes its live value on as before.
+      bool forward[2];
+      for (int i = 0; i < 2; ++i) {
         const NodeBuild& p = nodes[producer[i]];
         const OutEdge& into = p.edges[edge_of[i]];
-        ok = p.kind == NodeKind::kKernel && !p.folded && p.return_edges_by_label.empty() && !p.has_invariants &&
-             p.block == r.block && into.kind == EdgeKind::kLocal && into.src_port >= 0;
+        forward[i] = p.kind == NodeKind::kKernel && !p.folded && p.return_edges_by_label.empty() &&
+                     !p.has_invariants && p.block == r.block && into.kind == EdgeKind::kLocal && into.src_port >= 0;
       }
-      if (!ok || !Exclusive(producer[0], producer[1])) continue;
+      if (!(forward[0] || forward[1]) || !Exclusive(producer[0], producer[1])) continue;
       for (int i = 0; i < 2; ++i) {
+        if (!forward[i]) continue;
         NodeBuild& p = nodes[producer[i]];
         OutEdge& into = p.edges[edge_of[i]];
         into.dst_mode = DstMode::kMergeMark;

@@ -408,6 +408,68 @@ TEST_P(DeadBranchesTest, ForwardedResultMergeFiresDeadWhenTheTakenBranchIsDead) 
   }
 }
 
+// t(n, a) = n == 0 ? a + 1 : t(n - 1, a + 2), so t(n, a) = a + 2n + 1, and
+// main: Merge(t(n if q, a), a unless q). The result Merge of t has one
+// kernel input (a + 1) and one tail call's result: the kernel delivers its
+// live value itself, and the Merge fires live only for the calls that
+// recurse. Entered dead (q false), the invocation must still end, dead.
+Graph TailCallAgainstKernel() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"t", {{"n", DType::kInt64}, {"a", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output n = args[0], a = args[1];
+        return f.Cond(
+            f.Equal(n, f.Const<int64_t>(0)), [&] { return Outs{f.Add(a, f.Const<int64_t>(1))}; },
+            [&] { return f.Call("t", {f.Sub(n, f.Const<int64_t>(1)), f.Add(a, f.Const<int64_t>(2))}); });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output a = b.Placeholder("a", DType::kInt64);
+  Output q = b.Placeholder("q", DType::kBool);
+  Output n_if_q = b.Outputs(b.Op("Switch", {n, q}))[1];
+  Output a_unless_q = b.Outputs(b.Op("Switch", {a, q}))[0];
+  Output t = b.Call("t", {n_if_q, a})[0];
+  b.Identity(b.Op("Merge", {t, a_unless_q}, {{"T", DType::kInt64}}), "result");
+  return Built(b);
+}
+
+TEST_P(DeadBranchesTest, ResultMergeOfAKernelAndATailCallFiresOnlyWhenTheCallIsTaken) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
+        SessionOptions options;
+        options.num_workers = GetParam();
+        options.forward_call_values = forward;
+        options.skip_dead_branches = skip;
+        options.collect_node_stats = general;
+        auto s = MakeSession(TailCallAgainstKernel(), options);
+        ASSERT_NE(s, nullptr);
+        for (int64_t n : {0, 1, 7}) {
+          SCOPED_TRACE(absl::StrCat("n ", n));
+          RunStats st;
+          EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(true)}}, &st)
+                        .scalar<int64_t>(),
+                    3 + 2 * n + 1);
+          EXPECT_EQ(st.frames_created, n + 2);  // main's and one per invocation
+          EXPECT_EQ(st.live_frames_after_run, 0);
+          // Forwarded, t's argument Merges are passed over and the base
+          // case's Add returns its value itself: the live Merges are main's
+          // and t's result Merge in the n invocations that recurse.
+          if (forward) EXPECT_EQ(exec_test::OpCount(st, "Merge").first, n + 1);
+        }
+        RunStats dead;
+        EXPECT_EQ(RunResult(s.get(), {{"n", I(7)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(false)}}, &dead)
+                      .scalar<int64_t>(),
+                  3);
+        EXPECT_EQ(dead.frames_created, 2);
+        EXPECT_EQ(dead.live_frames_after_run, 0);
+        EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);  // t's result Merge, dead
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
