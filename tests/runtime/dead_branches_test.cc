@@ -307,6 +307,24 @@ TEST_P(DeadBranchesTest, ForwardedResultMergeStillFiresDeadForADeadInvocation) {
   }
 }
 
+// Every combination of value forwarding, dead-branch skipping and the
+// general (per-node counting) path, each under a trace that names it.
+void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
+        SessionOptions options;
+        options.num_workers = workers;
+        options.forward_call_values = forward;
+        options.skip_dead_branches = skip;
+        options.collect_node_stats = general;
+        body(options);
+      }
+    }
+  }
+}
+
 // k(x, y) = y > 0 ? 10 : 2x.
 void DefineK(GraphBuilder& b) {
   (void)b.DefineFunction(
@@ -382,30 +400,19 @@ Graph DeadTakenBranch() {
 }
 
 TEST_P(DeadBranchesTest, ForwardedResultMergeFiresDeadWhenTheTakenBranchIsDead) {
-  for (bool forward : {true, false}) {
-    for (bool skip : {true, false}) {
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
-        SessionOptions options;
-        options.num_workers = GetParam();
-        options.forward_call_values = forward;
-        options.skip_dead_branches = skip;
-        options.collect_node_stats = general;
-        auto s = MakeSession(DeadTakenBranch(), options);
-        ASSERT_NE(s, nullptr);
-        for (bool q : {true, false}) {
-          RunStats st;
-          EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"y", I(0)}, {"q", Tensor::Scalar<bool>(q)}}, &st)
-                        .scalar<int64_t>(),
-                    q ? 10 : 5);
-          EXPECT_EQ(st.frames_created, 2);
-          EXPECT_EQ(st.live_frames_after_run, 0);
-          // k's result Merge fires, dead, only when the taken branch is dead.
-          if (!q) EXPECT_GE(exec_test::OpCount(st, "Merge").second, 1);
-        }
-      }
+  ForEachVariant(GetParam(), [](const SessionOptions& options) {
+    auto s = MakeSession(DeadTakenBranch(), options);
+    ASSERT_NE(s, nullptr);
+    for (bool q : {true, false}) {
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"x", I(5)}, {"y", I(0)}, {"q", Tensor::Scalar<bool>(q)}}, &st).scalar<int64_t>(),
+                q ? 10 : 5);
+      EXPECT_EQ(st.frames_created, 2);
+      EXPECT_EQ(st.live_frames_after_run, 0);
+      // k's result Merge fires, dead, only when the taken branch is dead.
+      if (!q) EXPECT_GE(exec_test::OpCount(st, "Merge").second, 1);
     }
-  }
+  });
 }
 
 // t(n, a) = n == 0 ? a + 1 : t(n - 1, a + 2), so t(n, a) = a + 2n + 1, and
@@ -434,40 +441,30 @@ Graph TailCallAgainstKernel() {
 }
 
 TEST_P(DeadBranchesTest, ResultMergeOfAKernelAndATailCallFiresOnlyWhenTheCallIsTaken) {
-  for (bool forward : {true, false}) {
-    for (bool skip : {true, false}) {
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
-        SessionOptions options;
-        options.num_workers = GetParam();
-        options.forward_call_values = forward;
-        options.skip_dead_branches = skip;
-        options.collect_node_stats = general;
-        auto s = MakeSession(TailCallAgainstKernel(), options);
-        ASSERT_NE(s, nullptr);
-        for (int64_t n : {0, 1, 7}) {
-          SCOPED_TRACE(absl::StrCat("n ", n));
-          RunStats st;
-          EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(true)}}, &st)
-                        .scalar<int64_t>(),
-                    3 + 2 * n + 1);
-          EXPECT_EQ(st.frames_created, n + 2);  // main's and one per invocation
-          EXPECT_EQ(st.live_frames_after_run, 0);
-          // Forwarded, t's argument Merges are passed over and the base
-          // case's Add returns its value itself: the live Merges are main's
-          // and t's result Merge in the n invocations that recurse.
-          if (forward) EXPECT_EQ(exec_test::OpCount(st, "Merge").first, n + 1);
-        }
-        RunStats dead;
-        EXPECT_EQ(RunResult(s.get(), {{"n", I(7)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(false)}}, &dead)
-                      .scalar<int64_t>(),
-                  3);
-        EXPECT_EQ(dead.frames_created, 2);
-        EXPECT_EQ(dead.live_frames_after_run, 0);
-        EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);  // t's result Merge, dead
-      }
+  ForEachVariant(GetParam(), [](const SessionOptions& options) {
+    auto s = MakeSession(TailCallAgainstKernel(), options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {0, 1, 7}) {
+      SCOPED_TRACE(absl::StrCat("n ", n));
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(true)}}, &st)
+                    .scalar<int64_t>(),
+                3 + 2 * n + 1);
+      EXPECT_EQ(st.frames_created, n + 2);  // main's and one per invocation
+      EXPECT_EQ(st.live_frames_after_run, 0);
+      // Forwarded, t's argument Merges are passed over and the base case's
+      // Add returns its value itself: the live Merges are main's and t's
+      // result Merge in the n invocations that recurse.
+      if (options.forward_call_values) EXPECT_EQ(exec_test::OpCount(st, "Merge").first, n + 1);
     }
-  }
+    RunStats dead;
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(7)}, {"a", I(3)}, {"q", Tensor::Scalar<bool>(false)}}, &dead)
+                  .scalar<int64_t>(),
+              3);
+    EXPECT_EQ(dead.frames_created, 2);
+    EXPECT_EQ(dead.live_frames_after_run, 0);
+    EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);  // t's result Merge, dead
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, DeadBranchesTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
