@@ -131,7 +131,7 @@ class Compiler {
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
     for (NodeBuild& n : nodes_) {
-      for (int16_t inv : n.invariant_input) n.has_invariants |= inv >= 0;
+      for (int16_t inv : n.invariant_input()) n.has_invariants |= inv >= 0;
       for (OutEdge& e : n.edges) {
         const NodeBuild& d = nodes_[e.dst];
         e.dst_index = d.index;
@@ -325,8 +325,9 @@ class Compiler {
           if (p.is_constant_enter) {
             e.invariant = static_cast<int16_t>(p.io_index);
             // Only nodes that read an invariant have the list (ExecNode::has_invariants).
-            if (c.invariant_input.empty()) c.invariant_input.assign(c.num_inputs, -1);
-            c.invariant_input[j] = static_cast<int16_t>(p.io_index);
+            std::vector<int16_t>& invariant_input = c.mutable_lists().invariant_input;
+            if (invariant_input.empty()) invariant_input.assign(c.num_inputs, -1);
+            invariant_input[j] = static_cast<int16_t>(p.io_index);
             counts = false;
           }
         } else if (p.kind == NodeKind::kExit) {
@@ -426,7 +427,7 @@ class Compiler {
             if ((o.kind == NodeKind::kCall || o.kind == NodeKind::kReturn) && o.label == n.label &&
                 o.def->GetString("function").value_or("") == fn) {
               if (o.kind == NodeKind::kCall) ++calls;
-              if (o.kind == NodeKind::kReturn) n.site_returns.push_back({o.id, o.slot_base});
+              if (o.kind == NodeKind::kReturn) n.mutable_lists().site_returns.push_back({o.id, o.slot_base});
             }
           }
           n.site_num_calls = calls;
@@ -434,11 +435,11 @@ class Compiler {
           for (int32_t other : blk.nodes) {
             const NodeBuild& o = nodes[other];
             if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn) {
-              if (other == id) n.site_call_index = static_cast<int32_t>(n.site_calls.size());
-              n.site_calls.push_back(other);
+              if (other == id) n.site_call_index = static_cast<int32_t>(n.site_calls().size());
+              n.mutable_lists().site_calls.push_back(other);
             }
           }
-          if (n.site_calls.size() > 64)
+          if (n.site_calls().size() > 64)
             return NodeError(def, absl::StatusCode::kUnimplemented, "a call site with more than 64 arguments");
           // A split site (autodiff's paired forward/backward calls of f_ext)
           // has parts: the Calls that control a common Return. A part whose
@@ -447,7 +448,7 @@ class Compiler {
           {
             std::set<std::string> part{def.name};
             std::vector<int32_t> part_returns;
-            for (const auto& [ret, slot] : n.site_returns) {
+            for (const auto& [ret, slot] : n.site_returns()) {
               const NodeDef& rdef = *nodes[ret].def;
               bool mine = false;
               for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) mine |= rdef.input[k] == "^" + def.name;
@@ -456,17 +457,17 @@ class Compiler {
               for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) part.insert(rdef.input[k].substr(1));
             }
             n.part_mask = 0;
-            for (size_t i = 0; i < n.site_calls.size(); ++i)
-              if (part.count(nodes[n.site_calls[i]].def->name)) n.part_mask |= uint64_t{1} << i;
-            n.split_site = static_cast<size_t>(__builtin_popcountll(n.part_mask)) < n.site_calls.size();
+            for (size_t i = 0; i < n.site_calls().size(); ++i)
+              if (part.count(nodes[n.site_calls()[i]].def->name)) n.part_mask |= uint64_t{1} << i;
+            n.split_site = static_cast<size_t>(__builtin_popcountll(n.part_mask)) < n.site_calls().size();
             blk.child_site_calls[n.child_slot] =
                 n.split_site ? std::numeric_limits<int32_t>::max()
                              : std::max(blk.child_site_calls[n.child_slot], n.site_num_calls);
             if (n.split_site) {
               std::vector<std::pair<int32_t, int32_t>> mine;
-              for (const auto& rs : n.site_returns)
+              for (const auto& rs : n.site_returns())
                 if (std::find(part_returns.begin(), part_returns.end(), rs.first) != part_returns.end()) mine.push_back(rs);
-              n.site_returns = std::move(mine);
+              n.mutable_lists().site_returns = std::move(mine);
             }
           }
           // Arguments of the callee that no Call of this site supplies.
@@ -477,7 +478,7 @@ class Compiler {
               supplied.insert(o.def->GetIntOr("arg_index", -1));
           }
           for (const auto& [merge, arg] : ArgMerges(fn)) {
-            if (supplied.count(arg) == 0) n.missing_arg_merges.push_back({merge, nodes[merge].slot_base});
+            if (supplied.count(arg) == 0) n.mutable_lists().missing_arg_merges.push_back({merge, nodes[merge].slot_base});
           }
           break;
         }
@@ -968,8 +969,10 @@ class Compiler {
     auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
     for (NodeBuild& n : nodes) {
       for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
-      for (auto& [ret, slot] : n.site_returns) slot = remap(ret, slot);
-      for (auto& [merge, slot] : n.missing_arg_merges) slot = remap(merge, slot);
+      if (n.lists != nullptr) {
+        for (auto& [ret, slot] : n.lists->site_returns) slot = remap(ret, slot);
+        for (auto& [merge, slot] : n.lists->missing_arg_merges) slot = remap(merge, slot);
+      }
     }
     for (ExecBlock& blk : exe_->blocks)
       for (DeadRegionGroup& group : blk.dead_regions)
@@ -1041,9 +1044,9 @@ class Compiler {
       const NodeBuild& n = nodes[blk.nodes[i]];
       if (n.kind != NodeKind::kCall) continue;
       std::vector<int32_t> calls;
-      for (int32_t c : n.site_calls) calls.push_back(nodes[c].index);
+      for (int32_t c : n.site_calls()) calls.push_back(nodes[c].index);
       if (calls.empty()) calls.push_back(i);
-      for (const auto& [ret, slot] : n.site_returns) site_of_return[nodes[ret].index] = calls;
+      for (const auto& [ret, slot] : n.site_returns()) site_of_return[nodes[ret].index] = calls;
     }
     // Groups: Switches by predicate producer (block index, port).
     std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_pred;
@@ -1089,7 +1092,7 @@ class Compiler {
           for (const In& in : ins[v]) any |= dead_input(in);
           if (!any || n.kind != NodeKind::kCall) return any;
           // A call site joins whole: every argument's Call is dead.
-          for (int32_t c : n.site_calls) {
+          for (int32_t c : n.site_calls()) {
             const int32_t ci = nodes[c].index;
             if (ci == v) continue;
             bool dead = false;
@@ -1107,7 +1110,7 @@ class Compiler {
             changed = true;
             const NodeBuild& n = nodes[blk.nodes[v]];
             if (n.kind == NodeKind::kCall) {
-              for (int32_t c : n.site_calls) r.in[nodes[c].index] = 1;
+              for (int32_t c : n.site_calls()) r.in[nodes[c].index] = 1;
             }
           }
         }

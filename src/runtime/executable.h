@@ -151,6 +151,28 @@ struct alignas(64) ExecNode {
 };
 static_assert(sizeof(ExecNode) == 64, "ExecNode is one cache line");
 
+// Lists that only some nodes have, out of line (NodeInfo::lists): a graph of
+// 10^6 plain ops kept four empty vectors per node, 96 MB.
+struct NodeLists {
+  // Inputs that read a loop invariant instead of a slot (-1: a slot); empty
+  // unless ExecNode::has_invariants.
+  std::vector<int16_t> invariant_input;
+  // Call: (Return node id, its data slot) of the site, for dead sites.
+  std::vector<std::pair<int32_t, int32_t>> site_returns;
+  // Call: (argument Merge id, slot) of the callee's arguments that this site
+  // does not supply (a partial invocation, e.g. a forward-only call of an
+  // extended function f_ext(x, dy)). They receive a dead token when the
+  // invocation is created, so the part of the body that needs them drains
+  // as dead and the frame is reclaimed.
+  std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
+  // Call: the Call nodes of the site. When some arguments of an invocation
+  // are live and some dead, the dead ones enter too once the site's last
+  // Call has arrived: the body part that needs them drains as dead instead
+  // of waiting forever.
+  std::vector<int32_t> site_calls;
+};
+inline const NodeLists kNoNodeLists{};
+
 // The rest of a node: read by kernels, control-flow nodes other than the
 // lean shapes, error messages and traces.
 struct NodeInfo {
@@ -162,8 +184,6 @@ struct NodeInfo {
   Tensor const_value;
   // Merge: inputs expected in iteration 0 (or outside loops) and later ones.
   int32_t merge_expected[2] = {0, 0};
-  // Inputs that read a loop invariant instead of a slot (-1: a slot).
-  std::vector<int16_t> invariant_input;
   // Enter: the child slot of its loop, the loop block, constant or not.
   // Call / Invoke: the child slot of its site, the callee block, the label.
   int32_t child_slot = -1;
@@ -173,14 +193,6 @@ struct NodeInfo {
   int32_t num_call_edges = 0;        // Call: out edges [0, this) enter the callee
   bool is_constant_enter = false;
   int32_t parallel_iterations = 10;
-  // Call: (Return node id, its data slot) of the site, for dead sites.
-  std::vector<std::pair<int32_t, int32_t>> site_returns;
-  // Call: (argument Merge id, slot) of the callee's arguments that this site
-  // does not supply (a partial invocation, e.g. a forward-only call of an
-  // extended function f_ext(x, dy)). They receive a dead token when the
-  // invocation is created, so the part of the body that needs them drains
-  // as dead and the frame is reclaimed.
-  std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
   // An argument Merge whose Calls deliver to its consumers directly
   // (SessionOptions::forward_call_arguments): it never fires.
   bool forwarded = false;
@@ -196,16 +208,24 @@ struct NodeInfo {
   // (same predicate, data = the predicate), which then never fires:
   // OutEdge::kPivot marks them.
   bool has_pivot_edges = false;
-  // Call: the Call nodes of the site (this one is site_calls[site_call_index]).
-  // When some arguments of an invocation are live and some dead, the dead
-  // ones enter too once the site's last Call has arrived: the body part that
-  // needs them drains as dead instead of waiting forever.
-  std::vector<int32_t> site_calls;
-  int32_t site_call_index = 0;
+  int32_t site_call_index = 0;  // this Call is site_calls()[site_call_index]
   // Call of a split site: the site_calls bits of this Call's part; its
   // site_returns are then the part's Returns only.
   bool split_site = false;
   uint64_t part_mask = 0;
+  std::unique_ptr<NodeLists> lists;  // null: every list empty
+  const std::vector<int16_t>& invariant_input() const { return (lists ? *lists : kNoNodeLists).invariant_input; }
+  const std::vector<std::pair<int32_t, int32_t>>& site_returns() const {
+    return (lists ? *lists : kNoNodeLists).site_returns;
+  }
+  const std::vector<std::pair<int32_t, int32_t>>& missing_arg_merges() const {
+    return (lists ? *lists : kNoNodeLists).missing_arg_merges;
+  }
+  const std::vector<int32_t>& site_calls() const { return (lists ? *lists : kNoNodeLists).site_calls; }
+  NodeLists& mutable_lists() {
+    if (lists == nullptr) lists = std::make_unique<NodeLists>();
+    return *lists;
+  }
   // Retval identity of a function (static mode): edges [begin, end) per
   // label; the edges before first_return_edge stay in the function.
   std::vector<std::pair<int32_t, int32_t>> return_edges_by_label;

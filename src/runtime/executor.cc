@@ -1390,7 +1390,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
         for (int32_t src : block.sources) Push(fresh, src);
-        for (const auto& [merge, slot] : info.missing_arg_merges) child_ready += DeliverDead(fresh, merge, slot);
+        for (const auto& [merge, slot] : info.missing_arg_merges()) child_ready += DeliverDead(fresh, merge, slot);
       }
     }
     for (const OutEdge* e = begin; e != begin + num_call_edges; ++e) {
@@ -1431,9 +1431,9 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
   auto enter_dead_args = [&](Frame* c) {
     int ready = 0;
     uint64_t mask = cs.dead_calls.load(std::memory_order_acquire);
-    for (size_t i = 0; mask != 0 && i < info.site_calls.size(); ++i) {
+    for (size_t i = 0; mask != 0 && i < info.site_calls().size(); ++i) {
       if (!(mask & (uint64_t{1} << i))) continue;
-      for (const OutEdge& e : exe_->nodes[info.site_calls[i]].out()) {
+      for (const OutEdge& e : exe_->nodes[info.site_calls()[i]].out()) {
         if (e.kind == EdgeKind::kCall && DeliverEdge(c, e, kNoValue, true)) {
           Push(c, e.dst);
           ++ready;
@@ -1505,10 +1505,10 @@ void Worker::FireCallWhenComplete(Frame* f, const ExecNode& n, Token* outs, bool
   FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
   for (int32_t src : block.sources) Push(child, src);
   int child_ready = 0;
-  for (const auto& [merge, slot] : Info(n).missing_arg_merges) child_ready += DeliverDead(child, merge, slot);
+  for (const auto& [merge, slot] : Info(n).missing_arg_merges()) child_ready += DeliverDead(child, merge, slot);
   const uint64_t dead_calls = cs.dead_calls.load(std::memory_order_acquire);
-  for (size_t i = 0; i < Info(n).site_calls.size(); ++i) {
-    const ExecNode& call = exe_->nodes[Info(n).site_calls[i]];
+  for (size_t i = 0; i < Info(n).site_calls().size(); ++i) {
+    const ExecNode& call = exe_->nodes[Info(n).site_calls()[i]];
     const bool arg_dead = (dead_calls >> i) & 1;
     Tensor* arg = call.num_data_inputs > 0 && !arg_dead ? &f->slots()[call.slot_base].value : nullptr;
     const OutEdge* edges = call.out().data();
@@ -1543,15 +1543,15 @@ int Worker::DeliverDead(Frame* t, int32_t node, int32_t slot) {
 
 int Worker::ReturnDead(Frame* f, const ExecNode& call) {
   int ready = 0;
-  for (const auto& [ret, slot] : Info(call).site_returns) ready += DeliverDead(f, ret, slot);
+  for (const auto& [ret, slot] : Info(call).site_returns()) ready += DeliverDead(f, ret, slot);
   return ready;
 }
 
 int Worker::EnterDeadArgs(Frame* child, const ExecNode& n, uint64_t mask) {
   int ready = 0;
-  for (size_t i = 0; mask != 0 && i < Info(n).site_calls.size(); ++i) {
+  for (size_t i = 0; mask != 0 && i < Info(n).site_calls().size(); ++i) {
     if (!(mask & (uint64_t{1} << i))) continue;
-    for (const OutEdge& e : exe_->nodes[Info(n).site_calls[i]].out()) {
+    for (const OutEdge& e : exe_->nodes[Info(n).site_calls()[i]].out()) {
       if (e.kind == EdgeKind::kCall && DeliverEdge(child, e, kNoValue, true)) {
         Push(child, e.dst);
         ++ready;
@@ -1622,7 +1622,7 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   // not the last to arrive: a Call whose part completed still delivers its
   // dead arguments after announcing its arrival, and the invocation must
   // not complete (and its frame be reused) under those deliveries.
-  if (FetchAdd(cs.finished, 1, alone) + 1 == static_cast<uint32_t>(Info(n).site_calls.size())) {
+  if (FetchAdd(cs.finished, 1, alone) + 1 == static_cast<uint32_t>(Info(n).site_calls().size())) {
     child = existing_child();
     if (child != nullptr) Release(child, -1);
   }
@@ -1709,9 +1709,9 @@ bool Worker::FireFast(Frame* f, const ExecNode& n) {
       const Token* in1 = &slots[1];
       if (n.has_invariants) {  // loop invariants are read in place
         for (int32_t i = 0; i < n.num_inputs; ++i)
-          if (Info(n).invariant_input[i] < 0 ? slots[i].dead() : f->loop->invariants[Info(n).invariant_input[i]].dead()) return false;
-        if (n.num_data_inputs > 0 && Info(n).invariant_input[0] >= 0) in0 = &f->loop->invariants[Info(n).invariant_input[0]];
-        if (n.num_data_inputs > 1 && Info(n).invariant_input[1] >= 0) in1 = &f->loop->invariants[Info(n).invariant_input[1]];
+          if (Info(n).invariant_input()[i] < 0 ? slots[i].dead() : f->loop->invariants[Info(n).invariant_input()[i]].dead()) return false;
+        if (n.num_data_inputs > 0 && Info(n).invariant_input()[0] >= 0) in0 = &f->loop->invariants[Info(n).invariant_input()[0]];
+        if (n.num_data_inputs > 1 && Info(n).invariant_input()[1] >= 0) in1 = &f->loop->invariants[Info(n).invariant_input()[1]];
       } else {
         for (int32_t i = 0; i < n.num_inputs; ++i)
           if (slots[i].dead()) return false;
@@ -1975,13 +1975,13 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
     for (int32_t i = 0; i < n.num_inputs; ++i) dead |= slots[i].dead();
   } else {
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      dead |= Info(n).invariant_input[i] >= 0 ? f->loop->invariants[Info(n).invariant_input[i]].dead() : slots[i].dead();
+      dead |= Info(n).invariant_input()[i] >= 0 ? f->loop->invariants[Info(n).invariant_input()[i]].dead() : slots[i].dead();
   }
   if (has_invariants && n.kind != NodeKind::kKernel) {
     // Control-flow nodes read their slots; kernels read invariants in place.
     for (int32_t i = 0; i < n.num_inputs; ++i)
-      if (Info(n).invariant_input[i] >= 0) {
-        slots[i].value = f->loop->invariants[Info(n).invariant_input[i]].value;
+      if (Info(n).invariant_input()[i] >= 0) {
+        slots[i].value = f->loop->invariants[Info(n).invariant_input()[i]].value;
         if (!slots[i].value.is_inline_scalar()) f->holds_tensors.store(true, std::memory_order_relaxed);
       }
   }
@@ -2000,11 +2000,11 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       const Tensor* in0 = nullptr;
       const Tensor* in1 = nullptr;
       if (n.num_data_inputs > 0) {
-        in0 = (has_invariants && Info(n).invariant_input[0] >= 0) ? &f->loop->invariants[Info(n).invariant_input[0]].value
+        in0 = (has_invariants && Info(n).invariant_input()[0] >= 0) ? &f->loop->invariants[Info(n).invariant_input()[0]].value
                                                             : &slots[0].value;
       }
       if (n.num_data_inputs > 1) {
-        in1 = (has_invariants && Info(n).invariant_input[1] >= 0) ? &f->loop->invariants[Info(n).invariant_input[1]].value
+        in1 = (has_invariants && Info(n).invariant_input()[1] >= 0) ? &f->loop->invariants[Info(n).invariant_input()[1]].value
                                                             : &slots[1].value;
       }
       if (n.scalar_op != ScalarOp::kNone && n.num_data_inputs <= 2 && in0 != nullptr &&
@@ -2120,7 +2120,7 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
   Token* slots = f->slots() + n.slot_base;
   in_ptrs_.resize(n.num_data_inputs);
   for (int32_t i = 0; i < n.num_data_inputs; ++i) {
-    in_ptrs_[i] = (has_invariants && Info(n).invariant_input[i] >= 0) ? &f->loop->invariants[Info(n).invariant_input[i]].value
+    in_ptrs_[i] = (has_invariants && Info(n).invariant_input()[i] >= 0) ? &f->loop->invariants[Info(n).invariant_input()[i]].value
                                                                 : &slots[i].value;
   }
   kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
