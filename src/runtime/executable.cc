@@ -436,7 +436,7 @@ class Compiler {
             const NodeBuild& o = nodes[other];
             if (o.kind == NodeKind::kCall && o.label == n.label && o.def->GetString("function").value_or("") == fn) {
               if (other == id) n.site_call_index = static_cast<int32_t>(n.site_calls().size());
-              n.mutable_lists().site_calls.push_back(other);
+              n.site_call_nodes.push_back(other);
             }
           }
           if (n.site_calls().size() > 64)

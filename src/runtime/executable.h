@@ -152,7 +152,7 @@ struct alignas(64) ExecNode {
 static_assert(sizeof(ExecNode) == 64, "ExecNode is one cache line");
 
 // Lists that only some nodes have, out of line (NodeInfo::lists): a graph of
-// 10^6 plain ops kept four empty vectors per node, 96 MB.
+// 10^6 plain ops kept three empty vectors per node, 72 MB.
 struct NodeLists {
   // Inputs that read a loop invariant instead of a slot (-1: a slot); empty
   // unless ExecNode::has_invariants.
@@ -165,17 +165,13 @@ struct NodeLists {
   // invocation is created, so the part of the body that needs them drains
   // as dead and the frame is reclaimed.
   std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
-  // Call: the Call nodes of the site. When some arguments of an invocation
-  // are live and some dead, the dead ones enter too once the site's last
-  // Call has arrived: the body part that needs them drains as dead instead
-  // of waiting forever.
-  std::vector<int32_t> site_calls;
 };
 inline const NodeLists kNoNodeLists{};
 
 // The rest of a node: read by kernels, control-flow nodes other than the
-// lean shapes, error messages and traces.
-struct NodeInfo {
+// lean shapes, error messages and traces. Whole cache lines, so that a
+// node's fields that calls read together do not straddle two of them.
+struct alignas(64) NodeInfo {
   const NodeDef* def = nullptr;  // owned by ExecutableGraph::graph
   OpKernel* kernel = nullptr;  // not owned
   Device device;               // where the kernel runs
@@ -208,7 +204,13 @@ struct NodeInfo {
   // (same predicate, data = the predicate), which then never fires:
   // OutEdge::kPivot marks them.
   bool has_pivot_edges = false;
-  int32_t site_call_index = 0;  // this Call is site_calls()[site_call_index]
+  // Call: the Call nodes of the site (this one is site_call_nodes[site_call_index]).
+  // When some arguments of an invocation are live and some dead, the dead
+  // ones enter too once the site's last Call has arrived: the body part that
+  // needs them drains as dead instead of waiting forever. Inline: a site of
+  // several Calls walks it on every invocation.
+  std::vector<int32_t> site_call_nodes;
+  int32_t site_call_index = 0;
   // Call of a split site: the site_calls bits of this Call's part; its
   // site_returns are then the part's Returns only.
   bool split_site = false;
@@ -221,7 +223,7 @@ struct NodeInfo {
   const std::vector<std::pair<int32_t, int32_t>>& missing_arg_merges() const {
     return (lists ? *lists : kNoNodeLists).missing_arg_merges;
   }
-  const std::vector<int32_t>& site_calls() const { return (lists ? *lists : kNoNodeLists).site_calls; }
+  const std::vector<int32_t>& site_calls() const { return site_call_nodes; }
   NodeLists& mutable_lists() {
     if (lists == nullptr) lists = std::make_unique<NodeLists>();
     return *lists;
