@@ -1,12 +1,11 @@
 #include "graph/frames.h"
 
-#include "graph/node_index.h"
-
 #include <deque>
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/node_index.h"
 #include "tdf/status.h"
 
 namespace tdf {

@@ -1,6 +1,5 @@
 #include "tdf/graph.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/node_index.h"
