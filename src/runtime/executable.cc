@@ -151,6 +151,7 @@ class Compiler {
       ForwardPivotSwitches();
       ForwardExclusiveResultMerges();
       ForwardReturns();
+      ForwardTailResults();
     }
     CompactSlots();
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
@@ -920,6 +921,104 @@ class Compiler {
     }
   }
 
+  // A tail call's result (ack's ack(m - 1, ...), isprime's and nth's
+  // recursive calls, tak's outer call) reaches the caller's own result
+  // through Merges that only pass it on, each of which would fire once per
+  // call. Instead the callee's result goes on to the caller's caller when
+  // it is live (OutEdge::kReturnTail, Worker::ForwardTailResult), and up the
+  // frame chain while that caller's result is a tail call's as well. The
+  // Merges it skips never fire live: no other input of theirs can be live
+  // in that frame (the branches of Conds), so they never complete and fire
+  // dead either. Only a label's one edge into a Merge of a function body,
+  // where each Merge on the way has one local edge onward and the result
+  // Merge returns its value only (no local consumer, no value_index).
+  void ForwardTailResults() {
+    if (exe_->mode != ExecutionMode::kStatic) return;
+    std::vector<NodeBuild>& nodes = nodes_;
+    // The producer of each Merge input of a function body: the node and its
+    // port, or -2 for several. A forwarded node is passed over (its producer
+    // has an edge of its own), except a forwarded Return: the callee's
+    // result delivers in its place.
+    struct Producer {
+      int32_t node = -1;
+      int16_t port = -1;
+    };
+    absl::flat_hash_map<int64_t, Producer> producers;
+    auto key = [](int32_t merge, int32_t input) { return (static_cast<int64_t>(merge) << 32) | input; };
+    for (const NodeBuild& p : nodes) {
+      if (exe_->blocks[p.block].kind != ExecBlock::Kind::kFunction) continue;
+      if (p.forwarded && p.kind != NodeKind::kReturn) continue;
+      for (const OutEdge& e : p.edges) {
+        const NodeBuild& d = nodes[e.dst];
+        if (e.kind != EdgeKind::kLocal || d.kind != NodeKind::kMerge || d.block != p.block) continue;
+        auto [it, inserted] =
+            producers.try_emplace(key(d.id, e.dst_slot - d.slot_base), Producer{p.id, e.pivot() ? int16_t{-1} : e.src_port});
+        if (!inserted) it->second.node = -2;
+      }
+    }
+    // When a producer's value is dead for sure: its dead regions, and for a
+    // Switch's port the predicate value that selects the other port.
+    auto dead_with = [&](const Producer& p) {
+      std::vector<DeadWith> out;
+      if (p.node < 0) return out;
+      if (auto it = dead_with_.find(p.node); it != dead_with_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+      if (auto it = predicate_group_of_.find(p.node); it != predicate_group_of_.end() && p.port >= 0)
+        out.push_back({nodes[p.node].block, it->second, p.port});
+      return out;
+    };
+    auto exclusive = [](const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) {
+      for (const DeadWith& x : a)
+        for (const DeadWith& y : b)
+          if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
+      return false;
+    };
+    // The result Merge that input `input` of Merge `merge` only passes on
+    // to, or -1.
+    auto tail_result = [&](int32_t merge, int32_t input) -> int32_t {
+      for (size_t hops = 0; hops < nodes.size(); ++hops) {
+        const NodeBuild& m = nodes[merge];
+        if (m.kind != NodeKind::kMerge || m.has_invariants || m.forwarded ||
+            exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction)
+          return -1;
+        auto mine = producers.find(key(merge, input));
+        if (mine == producers.end()) return -1;
+        const std::vector<DeadWith> dead = dead_with(mine->second);
+        for (int32_t other = 0; other < m.num_inputs; ++other) {
+          if (other == input) continue;
+          auto it = producers.find(key(merge, other));
+          if (it == producers.end() || !exclusive(dead, dead_with(it->second))) return -1;
+        }
+        if (!m.return_edges_by_label.empty()) {
+          for (const OutEdge& e : m.edges) {
+            const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
+            const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
+            if (!returns_value && !counts_dead_only) return -1;
+          }
+          return merge;
+        }
+        if (m.edges.size() != 1) return -1;
+        const OutEdge& onward = m.edges[0];
+        if (onward.kind != EdgeKind::kLocal || onward.src_port != 0 || onward.dst_mode != DstMode::kMerge) return -1;
+        input = onward.dst_slot - nodes[onward.dst].slot_base;
+        merge = onward.dst;
+      }
+      return -1;
+    };
+    for (NodeBuild& p : nodes) {
+      for (const auto& range : p.return_edges_by_label) {
+        if (range.second - range.first != 1) continue;
+        OutEdge& e = p.edges[range.first];
+        NodeBuild& d = nodes[e.dst];
+        if (e.kind != EdgeKind::kReturn || e.src_port < 0 || d.kind != NodeKind::kMerge || e.dst_mode != DstMode::kMerge)
+          continue;
+        const int32_t result = tail_result(d.id, e.dst_slot - d.slot_base);
+        if (result < 0) continue;
+        d.tail_result = result;
+        e.SetFlag(OutEdge::kReturnTail, true);
+      }
+    }
+  }
+
   // A forwarded node never fires (its producers deliver past it), so slots
   // laid out for its inputs would be copied into every frame and never read:
   // it gets none unless some edge still targets it (a dead region's frontier
@@ -1122,6 +1221,7 @@ class Compiler {
           if (r.in[v]) dead_with_[blk.nodes[v]].push_back({blk.id, static_cast<int32_t>(g), port});
         regions.push_back(std::move(r));
       }
+      for (int32_t m : groups[g]) predicate_group_of_[blk.nodes[m]] = static_cast<int32_t>(g);
     }
     if (!skip) return;
     // Overlapping regions must nest group-wise: a group partly inside
@@ -1231,6 +1331,8 @@ class Compiler {
     int32_t block, group, port;
   };
   absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
+  // Switch id -> its predicate group in its block (BuildDeadRegions).
+  absl::flat_hash_map<int32_t, int32_t> predicate_group_of_;
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, int32_t> op_ids_;
   std::map<std::string, int32_t> function_blocks_;

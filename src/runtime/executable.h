@@ -72,8 +72,12 @@ struct OutEdge {
   //   two-input scalar op or a one-input Call of a function body: the
   //   result's firing fires it when the value makes it ready
   //   (Worker::DeliverReturns).
+  // - kReturnTail: a function result's edge into a Merge of the caller that
+  //   only passes a tail call's value on to the caller's own result: a live
+  //   token goes to the caller's caller instead (Worker::ForwardTailResult,
+  //   NodeInfo::tail_result).
   static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16,
-                           kReturnInline = 32;
+                           kReturnInline = 32, kReturnTail = 64;
   uint8_t flags = 0;
   bool pivot() const { return flags & kPivot; }
   bool call_inline() const { return flags & kCallInline; }
@@ -81,6 +85,7 @@ struct OutEdge {
   bool value_inline() const { return flags & kValueInline; }
   bool const_inline() const { return flags & kConstInline; }
   bool return_inline() const { return flags & kReturnInline; }
+  bool return_tail() const { return flags & kReturnTail; }
   void SetFlag(uint8_t flag, bool on) { flags = on ? (flags | flag) : (flags & ~flag); }
 };
 static_assert(sizeof(OutEdge) == 20, "an edge is 20 bytes");
@@ -236,6 +241,9 @@ struct alignas(64) NodeInfo {
   int32_t io_index = -1;
   // Variable handle (kKernel Variable): index in the session's variables.
   int32_t variable = -1;
+  // A Merge that OutEdge::kReturnTail edges skip: the function's result
+  // Merge whose Return edges take the value on.
+  int32_t tail_result = -1;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one

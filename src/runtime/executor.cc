@@ -597,6 +597,7 @@ class Worker {
   // fires now, up to kMaxNestedReturns deep (a chain of returns can be as
   // long as the recursion is deep). Returns the nodes of `t` made ready.
   int DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
+  void ForwardTailResult(Frame* t, const OutEdge* e, const Tensor& value);
   // A two-input scalar op of `t` whose inputs are all there: fired now, or
   // -1 (the general path must fire it).
   int FireScalarReady(Frame* t, const ExecNode& d);
@@ -1116,6 +1117,10 @@ int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, T
     const bool control = e->src_port < 0;
     const Tensor& value = control ? kNoValue : outs[e->src_port].value;
     const bool edge_dead = control ? dead : outs[e->src_port].dead();
+    if (e->return_tail() && !edge_dead) {
+      ForwardTailResult(t, e, value);
+      continue;
+    }
     if (e->return_inline() && !edge_dead && fast_ok_ && nested_returns_ < kMaxNestedReturns &&
         value.is_inline_scalar()) {
       const ExecNode& d = exe_->nodes[e->dst];
@@ -1147,6 +1152,34 @@ int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, T
     }
   }
   return ready;
+}
+
+// A tail call's live result: the Merges of the caller `t` that `e` leads
+// to would only pass it on to the caller's own result (OutEdge::kReturnTail),
+// so it goes to the caller's caller, and on up while that caller's result
+// is a tail call's too; the frames passed over complete with their callee.
+// Iterative: a chain of tail calls is as long as the recursion is deep. A
+// frame on the way is alive: its callee, still delivering, holds it.
+void Worker::ForwardTailResult(Frame* t, const OutEdge* e, const Tensor& value) {
+  for (;;) {
+    const ExecNode& result = exe_->nodes[Info(exe_->nodes[e->dst]).tail_result];
+    const auto& by_label = Info(result).return_edges_by_label;
+    if (t->kind != Frame::Kind::kInvocation || t->label < 0 || t->label >= static_cast<int32_t>(by_label.size()))
+      return;  // no site takes the caller's result
+    const OutEdge* begin = result.out_begin + by_label[t->label].first;
+    const OutEdge* end = result.out_begin + by_label[t->label].second;
+    Frame* up = t->parent;
+    if (end - begin == 1 && begin->return_tail()) {
+      t = up;
+      e = begin;
+      continue;
+    }
+    Token outs[1];
+    outs[0].value = value;
+    const int ready = DeliverReturns(up, begin, end, outs, false);
+    if (ready > 0) FetchAdd(up->refs, ready, Alone(up));
+    return;
+  }
 }
 
 int Worker::FireScalarReady(Frame* t, const ExecNode& d) {

@@ -1,0 +1,216 @@
+// Tail calls' results (OutEdge::kReturnTail): a callee's live result that
+// the caller's Merges would only pass on to the caller's own result goes to
+// the caller's caller directly, up the frame chain. Asserted as facts of the
+// run against the run without forwarding: same answers, same invocations,
+// nothing left live, and which Merges fire: none of the passed-over ones,
+// every one whose inputs may both be live or whose value is used inside the
+// function as well.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/exec_test_util.h"
+#include "tdf/builder.h"
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using exec_test::Built;
+using exec_test::I;
+using exec_test::MakeSession;
+using exec_test::OpCount;
+using exec_test::Outs;
+using exec_test::RunResult;
+
+class TailResultsTest : public ::testing::TestWithParam<int> {};
+
+// Every combination of the options that change which nodes fire.
+void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
+        SessionOptions options;
+        options.num_workers = workers;
+        options.forward_call_values = forward;
+        options.skip_dead_branches = skip;
+        options.collect_node_stats = general;
+        body(options);
+      }
+    }
+  }
+}
+
+// count(n, acc) = n == 0 ? acc : count(n - 1, acc + 1): the base case's
+// value comes through a Switch, the recursive case is a tail call.
+Graph Count() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"count", {{"n", DType::kInt64}, {"acc", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output n = args[0], acc = args[1];
+        return f.Cond(
+            f.Equal(n, f.Const<int64_t>(0)), [&] { return Outs{acc}; },
+            [&] { return f.Call("count", {f.Sub(n, f.Const<int64_t>(1)), f.Add(acc, f.Const<int64_t>(1))}); });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output acc = b.Placeholder("acc", DType::kInt64);
+  b.Identity(b.Call("count", {n, acc})[0], "result");
+  return Built(b);
+}
+
+TEST_P(TailResultsTest, TailRecursionPassesTheCallersResultMergesOver) {
+  ForEachVariant(GetParam(), [](const SessionOptions& options) {
+    auto s = MakeSession(Count(), options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {0, 1, 6, 20000}) {
+      SCOPED_TRACE(absl::StrCat("n ", n));
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}, {"acc", I(5)}}, &st).scalar<int64_t>(), n + 5);
+      EXPECT_EQ(st.frames_created, n + 2);  // main's and one per invocation
+      EXPECT_EQ(st.max_tag_depth, n + 1);
+      // Forwarding, the base case's invocation fires its result Merge (the
+      // Switch's value) and the n that recurse pass theirs over. Without,
+      // every invocation fires its two argument Merges and its result Merge.
+      EXPECT_EQ(OpCount(st, "Merge").first, options.forward_call_values ? 1 : 3 * (n + 1));
+    }
+  });
+}
+
+// Mutual tail recursion: even's result is odd's, odd's is even's, and each
+// base case is a constant that returns its value itself, so with forwarding
+// no result Merge fires at all and the constant goes straight to main.
+TEST_P(TailResultsTest, MutualTailRecursionReturnsStraightToMain) {
+  ForEachVariant(GetParam(), [](const SessionOptions& options) {
+    auto s = MakeSession(reference::EvenOdd(), options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {0, 1, 7, 20001}) {
+      SCOPED_TRACE(absl::StrCat("n ", n));
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}}, &st).scalar<bool>(), n % 2 == 0);
+      EXPECT_EQ(st.frames_created, n + 2);
+      EXPECT_EQ(OpCount(st, "Merge").first, options.forward_call_values ? 0 : 2 * (n + 1));
+    }
+  });
+}
+
+// The reference programs with tail calls give the answers of their native
+// versions with and without forwarding, and forwarding only removes Merge
+// firings: every other op fires as often.
+TEST_P(TailResultsTest, ForwardingRemovesOnlyMergeFirings) {
+  struct Case {
+    std::string name;
+    Graph graph;
+    exec_test::Feeds feeds;
+    int64_t want;
+  };
+  const Case cases[] = {
+      {"ack", reference::Ack(), {{"m", I(2)}, {"n", I(3)}}, reference::NativeAck(2, 3)},
+      {"tak", reference::Tak(), {{"x", I(12)}, {"y", I(8)}, {"z", I(4)}}, reference::NativeTak(12, 8, 4)},
+      {"primes", reference::Primes(), {{"n", I(60)}}, reference::NativePrimes(60)},
+      {"mc91", reference::McCarthy91(), {{"n", I(7)}}, reference::NativeMcCarthy91(7)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RunStats with, without;
+    for (bool forward : {true, false}) {
+      SessionOptions options;
+      options.num_workers = GetParam();
+      options.forward_call_values = forward;
+      auto s = MakeSession(c.graph, options);
+      ASSERT_NE(s, nullptr);
+      // Run twice: the second run reuses cached frames.
+      RunStats* st = forward ? &with : &without;
+      EXPECT_EQ(RunResult(s.get(), c.feeds).scalar<int64_t>(), c.want);
+      EXPECT_EQ(RunResult(s.get(), c.feeds, st).scalar<int64_t>(), c.want);
+    }
+    EXPECT_EQ(with.frames_created, without.frames_created);
+    for (const char* op : {"Call", "Sub", "Add", "Less", "Equal", "Greater", "Mul", "Mod"})
+      EXPECT_EQ(OpCount(with, op).first, OpCount(without, op).first) << op;
+    EXPECT_LT(OpCount(with, "Merge").first, OpCount(without, "Merge").first);
+  }
+}
+
+// r = Merge(a(x), b(x)) inside a function, both calls live: the first
+// result wins and the Merge must fire, once per invocation. Forwarding
+// either call's result past it would deliver two results to the caller.
+TEST_P(TailResultsTest, MergeOfTwoLiveCallsStillFires) {
+  GraphBuilder b;
+  for (const char* name : {"a", "b"}) {
+    (void)b.DefineFunction(FunctionSignature{name, {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                           [](GraphBuilder& f, const Outs& args) -> Outs {
+                             return Outs{f.Add(args[0], f.Const<int64_t>(1))};
+                           });
+  }
+  (void)b.DefineFunction(FunctionSignature{"h", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& args) -> Outs {
+                           Output a = f.Call("a", {args[0]})[0];
+                           Output c = f.Call("b", {args[0]})[0];
+                           return Outs{f.Op("Merge", {a, c}, {{"T", DType::kInt64}})};
+                         });
+  Output x = b.Placeholder("x", DType::kInt64);
+  b.Identity(b.Call("h", {x})[0], "result");
+  const Graph g = Built(b);
+  for (bool forward : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("forward_call_values ", forward));
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.forward_call_values = forward;
+    auto s = MakeSession(g, options);
+    ASSERT_NE(s, nullptr);
+    for (int round = 0; round < 20; ++round) {
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"x", I(41)}}, &st).scalar<int64_t>(), 42);
+      // Without forwarding, the argument Merges and result Identities of
+      // the three invocations fire as well.
+      EXPECT_EQ(OpCount(st, "Merge").first, forward ? 1 : 4);
+      EXPECT_EQ(OpCount(st, "Identity").first, forward ? 1 : 4);  // main's result once
+      EXPECT_EQ(st.frames_created, 4);
+    }
+  }
+}
+
+// f(n) = (r, r + 1) with r = n == 0 ? n : f(n - 1).r: the result Merge's
+// value is used inside f as well, so the tail call's result must reach it.
+TEST_P(TailResultsTest, ResultMergeWithALocalConsumerStillFires) {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}, {"s", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output n = args[0];
+        Output r = f.Cond(
+            f.Equal(n, f.Const<int64_t>(0)), [&] { return Outs{n}; },
+            [&] { return Outs{f.Call("f", {f.Sub(n, f.Const<int64_t>(1))})[0]}; })[0];
+        return Outs{r, f.Add(r, f.Const<int64_t>(1))};
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Outs out = b.Call("f", {n});
+  b.Identity(out[0], "r");
+  b.Identity(out[1], "result");
+  const Graph g = Built(b);
+  ForEachVariant(GetParam(), [&](const SessionOptions& options) {
+    auto s = MakeSession(g, options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t depth : {0, 5}) {
+      RunStats st;
+      auto got = s->Run({{"n", I(depth)}}, {"r", "result"}, {}, &st);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ((*got)[0].scalar<int64_t>(), 0);
+      EXPECT_EQ((*got)[1].scalar<int64_t>(), 1);
+      EXPECT_EQ(st.live_frames_after_run, 0);
+      // The result Merge of every invocation (and, without forwarding, its
+      // argument Merge).
+      EXPECT_EQ(OpCount(st, "Merge").first, (options.forward_call_values ? 1 : 2) * (depth + 1));
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, TailResultsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
+
+}  // namespace
+}  // namespace tdf
