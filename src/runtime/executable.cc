@@ -922,16 +922,16 @@ class Compiler {
   }
 
   // A tail call's result (ack's ack(m - 1, ...), isprime's and nth's
-  // recursive calls, tak's outer call) reaches the caller's own result
-  // through Merges that only pass it on, each of which would fire once per
-  // call. Instead the callee's result goes on to the caller's caller when
-  // it is live (OutEdge::kReturnTail, Worker::ForwardTailResult), and up the
-  // frame chain while that caller's result is a tail call's as well. The
-  // Merges it skips never fire live: no other input of theirs can be live
-  // in that frame (the branches of Conds), so they never complete and fire
-  // dead either. Only a label's one edge into a Merge of a function body,
-  // where each Merge on the way has one local edge onward and the result
-  // Merge returns its value only (no local consumer, no value_index).
+  // recursive calls, tak's outer call) or a base case's value (tak's z)
+  // reaches the function's result through Merges that only pass it on, each
+  // of which would fire once per call. Instead a live value goes on to the
+  // frame's caller (OutEdge::kReturnTail, Worker::ForwardTailResult), and up
+  // the frame chain while that caller's result is a tail call's as well.
+  // The Merges it skips never fire live: no other input of theirs can be
+  // live in that frame (the branches of Conds), so they never complete and
+  // fire dead either. Only edges into a Merge of a function body where each
+  // Merge on the way has one local edge onward and the result Merge returns
+  // its value only (no local consumer, no value_index).
   void ForwardTailResults() {
     if (exe_->mode != ExecutionMode::kStatic) return;
     std::vector<NodeBuild>& nodes = nodes_;
@@ -1004,18 +1004,26 @@ class Compiler {
       }
       return -1;
     };
+    auto mark = [&](OutEdge& e) {
+      NodeBuild& d = nodes[e.dst];
+      if (e.src_port < 0 || e.pivot() || d.kind != NodeKind::kMerge || e.dst_mode != DstMode::kMerge) return;
+      const int32_t result = tail_result(d.id, e.dst_slot - d.slot_base);
+      if (result < 0) return;
+      d.tail_result = result;
+      e.SetFlag(OutEdge::kReturnTail, true);
+    };
     for (NodeBuild& p : nodes) {
+      // A callee's result into the caller: only a label's one edge, so that
+      // the delivery that ends a chain (ForwardTailResult) meets no second.
       for (const auto& range : p.return_edges_by_label) {
-        if (range.second - range.first != 1) continue;
-        OutEdge& e = p.edges[range.first];
-        NodeBuild& d = nodes[e.dst];
-        if (e.kind != EdgeKind::kReturn || e.src_port < 0 || d.kind != NodeKind::kMerge || e.dst_mode != DstMode::kMerge)
-          continue;
-        const int32_t result = tail_result(d.id, e.dst_slot - d.slot_base);
-        if (result < 0) continue;
-        d.tail_result = result;
-        e.SetFlag(OutEdge::kReturnTail, true);
+        if (range.second - range.first == 1 && p.edges[range.first].kind == EdgeKind::kReturn)
+          mark(p.edges[range.first]);
       }
+      // A value of the frame itself: tak's base case z through its Switch,
+      // isprime's false, nth's c.
+      if (exe_->blocks[p.block].kind != ExecBlock::Kind::kFunction) continue;
+      for (OutEdge& e : p.edges)
+        if (e.kind == EdgeKind::kLocal && nodes[e.dst].block == p.block) mark(e);
     }
   }
 

@@ -72,10 +72,10 @@ struct OutEdge {
   //   two-input scalar op or a one-input Call of a function body: the
   //   result's firing fires it when the value makes it ready
   //   (Worker::DeliverReturns).
-  // - kReturnTail: a function result's edge into a Merge of the caller that
-  //   only passes a tail call's value on to the caller's own result: a live
-  //   token goes to the caller's caller instead (Worker::ForwardTailResult,
-  //   NodeInfo::tail_result).
+  // - kReturnTail: an edge into a Merge of a function body that only passes
+  //   the value on to the function's result (a tail call's result, a base
+  //   case's value): a live token goes to the frame's caller instead
+  //   (Worker::ForwardTailResult, NodeInfo::tail_result).
   static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16,
                            kReturnInline = 32, kReturnTail = 64;
   uint8_t flags = 0;

@@ -1041,6 +1041,10 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
 
 bool Worker::DeliverToMerge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
   if (e.dst_mode == DstMode::kMergeMark) return dead && CountDeadIntoMerge(t, exe_->nodes[e.dst]);
+  if (e.return_tail() && !dead) {
+    ForwardTailResult(t, &e, value);
+    return false;
+  }
   return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
 }
 
@@ -1117,10 +1121,6 @@ int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, T
     const bool control = e->src_port < 0;
     const Tensor& value = control ? kNoValue : outs[e->src_port].value;
     const bool edge_dead = control ? dead : outs[e->src_port].dead();
-    if (e->return_tail() && !edge_dead) {
-      ForwardTailResult(t, e, value);
-      continue;
-    }
     if (e->return_inline() && !edge_dead && fast_ok_ && nested_returns_ < kMaxNestedReturns &&
         value.is_inline_scalar()) {
       const ExecNode& d = exe_->nodes[e->dst];
@@ -1154,12 +1154,12 @@ int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, T
   return ready;
 }
 
-// A tail call's live result: the Merges of the caller `t` that `e` leads
-// to would only pass it on to the caller's own result (OutEdge::kReturnTail),
-// so it goes to the caller's caller, and on up while that caller's result
-// is a tail call's too; the frames passed over complete with their callee.
-// Iterative: a chain of tail calls is as long as the recursion is deep. A
-// frame on the way is alive: its callee, still delivering, holds it.
+// A live value that the Merges of frame `t` that `e` leads to would only
+// pass on to t's result (OutEdge::kReturnTail: a tail call's result, a base
+// case's value) goes to t's caller instead, and on up while that caller's
+// result is a tail call's too; the frames passed over complete on their
+// own. Iterative: a chain of tail calls is as long as the recursion is
+// deep. A frame on the way is alive: `t` holds its caller, and so on up.
 void Worker::ForwardTailResult(Frame* t, const OutEdge* e, const Tensor& value) {
   for (;;) {
     const ExecNode& result = exe_->nodes[Info(exe_->nodes[e->dst]).tail_result];
