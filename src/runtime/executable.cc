@@ -198,8 +198,9 @@ class Compiler {
     // Edges whose destination the source's firing fires itself, the value
     // skipping the destination's slot and the ready stack (OutEdge flags,
     // Worker::Emit and its callers): a result into the caller's scalar op
-    // or one-input Call, a lean Switch into a scalar op of one live input or
-    // a branch's Const, a lean scalar op into a one-input Call (fib's n - 1,
+    // or one-input Call, a lean Switch into a scalar op of one live input, a
+    // branch's Const or a one-input Call (tak's and ack's arguments passed
+    // on as they are), a lean scalar op into a one-input Call (fib's n - 1,
     // ack's m - 1, tak's arguments) or a Switch's predicate.
     for (NodeBuild& n : nodes_) {
       for (OutEdge& e : n.edges) {
@@ -221,6 +222,9 @@ class Compiler {
           e.SetFlag(OutEdge::kConstInline, e.kind == EdgeKind::kLocal && d.kind == NodeKind::kKernel && d.is_const &&
                                                d.fast && !d.folded && d.num_data_inputs == 0 && d.num_inputs == 1 &&
                                                d.block == n.block && e.dst_mode == DstMode::kSingle);
+          e.SetFlag(OutEdge::kCallInline, e.kind == EdgeKind::kLocal && e.src_port >= 0 && !e.pivot() &&
+                                              d.kind == NodeKind::kCall && d.fast && d.block == n.block &&
+                                              d.num_inputs == 1 && d.num_data_inputs == 1 && !d.has_invariants);
         }
       }
       if (n.lean != LeanKind::kScalarBinary || exe_->blocks[n.block].kind != ExecBlock::Kind::kFunction) continue;

@@ -56,9 +56,9 @@ struct OutEdge {
   // - kPivot: from a Switch, taken over from its Cond's pivot Switch (see
   //   NodeInfo::has_pivot_edges): a control token, live exactly when the
   //   predicate is live and selects src_port, whatever the data's deadness.
-  // - kCallInline: from a lean scalar op of a function body to a Call of one
-  //   input in the same frame: the op fires the Call itself with its value
-  //   (Worker::Emit).
+  // - kCallInline: from a lean scalar op or a lean Switch of a function body
+  //   to a Call of one input in the same frame: the op fires the Call itself
+  //   with its value (Worker::Emit, Worker::RouteSwitch).
   // - kSwitchInline: from a lean scalar op of a function body to the
   //   predicate of a lean Switch in the same frame: when the Switch's data is
   //   already there, the op routes it itself (Worker::Emit).

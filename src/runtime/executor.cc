@@ -592,6 +592,7 @@ class Worker {
   // A Const that the live port of a Switch triggers (OutEdge::kConstInline)
   // fires now; returns the nodes of `f` it made ready.
   int FireConstWith(Frame* f, const OutEdge& e);
+  void FireCallWith(Frame* f, const OutEdge& e, const Tensor& value);
   // A result's edges into the caller's frame `t`: a scalar op or a
   // one-input Call there that the value makes ready (OutEdge::kReturnInline)
   // fires now, up to kMaxNestedReturns deep (a chain of returns can be as
@@ -1857,14 +1858,7 @@ inline int Worker::Emit(Frame* f, const ExecNode& n, const Tensor& out) {
   int ready = 0;
   for (const OutEdge& e : n.out()) {
     if (e.call_inline()) {
-      // The Call would be ready with this one value: it fires now, its
-      // argument never stored in its slot, its firing never queued.
-      const ExecNode& call = exe_->nodes[e.dst];
-      ++live_by_op_[call.op_id];
-      ++fired_;
-      Token arg;
-      arg.value = out;
-      FireCall(f, call, &arg, false, /*self_ref=*/0);
+      FireCallWith(f, e, out);
       continue;
     }
     if (e.switch_inline() && Alone(f)) {
@@ -1932,6 +1926,7 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
   ++live_by_op_[n.op_id];
   const bool grouped = n.switch_group >= 0;
   int ready = 0;
+  bool calls = false;
   for (const OutEdge& e : n.out()) {
     bool made_ready;
     if (e.src_port == dead_port) {
@@ -1947,6 +1942,9 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
       } else if (e.const_inline()) {
         ready += FireConstWith(f, e);
         continue;
+      } else if (e.call_inline()) {
+        calls = true;
+        continue;
       }
       made_ready = DeliverEdge(f, e, e.src_port >= 0 && !e.pivot() ? out : kNoValue, false);
     }
@@ -1955,8 +1953,24 @@ int Worker::RouteSwitch(Frame* f, const ExecNode& n, const Tensor& p) {
       ++ready;
     }
   }
+  if (calls) {
+    for (const OutEdge& e : n.out())
+      if (e.src_port != dead_port && e.call_inline()) FireCallWith(f, e, out);
+  }
   if (grouped) ready += CountDownDeadRegion(f, n, dead_port);
   return ready;
+}
+
+// A one-input Call that this value alone makes ready (OutEdge::kCallInline)
+// fires now: its argument is never stored in its slot, its firing never
+// queued. It takes care of its own references to `f`.
+inline void Worker::FireCallWith(Frame* f, const OutEdge& e, const Tensor& value) {
+  const ExecNode& call = exe_->nodes[e.dst];
+  ++live_by_op_[call.op_id];
+  ++fired_;
+  Token arg;
+  arg.value = value;
+  FireCall(f, call, &arg, false, /*self_ref=*/0);
 }
 
 int Worker::FireConstWith(Frame* f, const OutEdge& e) {
