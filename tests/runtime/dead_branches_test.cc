@@ -24,6 +24,7 @@ namespace {
 
 using exec_test::Built;
 using exec_test::Feeds;
+using exec_test::ForEachVariant;
 using exec_test::I;
 using exec_test::MakeSession;
 using exec_test::Outs;
@@ -303,24 +304,6 @@ TEST_P(DeadBranchesTest, ForwardedResultMergeStillFiresDeadForADeadInvocation) {
       // h's predicate is.
       EXPECT_EQ(exec_test::OpCount(live, "Merge").first, forward ? 1 : 4);
       EXPECT_GE(exec_test::OpCount(dead, "Merge").second, 1);
-    }
-  }
-}
-
-// Every combination of value forwarding, dead-branch skipping and the
-// general (per-node counting) path, each under a trace that names it.
-void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
-  for (bool forward : {true, false}) {
-    for (bool skip : {true, false}) {
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
-        SessionOptions options;
-        options.num_workers = workers;
-        options.forward_call_values = forward;
-        options.skip_dead_branches = skip;
-        options.collect_node_stats = general;
-        body(options);
-      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "base/sync.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
@@ -128,6 +130,25 @@ inline std::vector<std::string> NodesWithOp(const Session& s, const std::string&
 // fib(n) as the reference programs define it (fib(0) = fib(1) = 1) makes
 // 2 * fib(n) - 1 invocations.
 inline int64_t FibCalls(int64_t fib_n) { return 2 * fib_n - 1; }
+
+// Every combination of value forwarding, dead-branch skipping and the
+// general (per-node counting) path, each under a trace that names it: the
+// options that change which nodes fire, never what a run computes.
+inline void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
+  for (bool forward : {true, false}) {
+    for (bool skip : {true, false}) {
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
+        SessionOptions options;
+        options.num_workers = workers;
+        options.forward_call_values = forward;
+        options.skip_dead_branches = skip;
+        options.collect_node_stats = general;
+        body(options);
+      }
+    }
+  }
+}
 
 }  // namespace exec_test
 }  // namespace tdf

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +20,7 @@ namespace tdf {
 namespace {
 
 using exec_test::Built;
+using exec_test::ForEachVariant;
 using exec_test::I;
 using exec_test::MakeSession;
 using exec_test::OpCount;
@@ -28,23 +28,6 @@ using exec_test::Outs;
 using exec_test::RunResult;
 
 class TailResultsTest : public ::testing::TestWithParam<int> {};
-
-// Every combination of the options that change which nodes fire.
-void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
-  for (bool forward : {true, false}) {
-    for (bool skip : {true, false}) {
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
-        SessionOptions options;
-        options.num_workers = workers;
-        options.forward_call_values = forward;
-        options.skip_dead_branches = skip;
-        options.collect_node_stats = general;
-        body(options);
-      }
-    }
-  }
-}
 
 // count(n, acc) = n == 0 ? acc : count(n - 1, acc + 1): the base case's
 // value comes through a Switch, the recursive case is a tail call.
