@@ -130,8 +130,11 @@ class CancellationToken {
 class Session {
  public:
   // Validates, transforms (static mode) and compiles `graph`. Errors name the
-  // offending node.
+  // offending node. The session keeps a graph of its own: passed an rvalue,
+  // it takes `graph`'s nodes instead of copying them (a 10^6-node graph is
+  // 250 MB), and leaves `graph` empty.
   static absl::StatusOr<std::unique_ptr<Session>> Create(const Graph& graph, SessionOptions options = {});
+  static absl::StatusOr<std::unique_ptr<Session>> Create(Graph&& graph, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -155,6 +158,9 @@ class Session {
 
  private:
   Session(SessionOptions options, std::unique_ptr<Impl> impl);
+  // `owned`: &graph when the caller gave up its graph (Create(Graph&&)).
+  static absl::StatusOr<std::unique_ptr<Session>> CreateFrom(const Graph& graph, Graph* owned,
+                                                             SessionOptions options);
   SessionOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,4 +1,7 @@
 #include "tdf/session.h"
+
+#include <algorithm>
+
 #include "base/sync.h"
 
 #include "absl/strings/str_cat.h"
@@ -25,17 +28,38 @@ Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
 Session::~Session() = default;
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, SessionOptions options) {
+  return CreateFrom(graph, nullptr, std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph&& graph, SessionOptions options) {
+  return CreateFrom(graph, &graph, std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph, Graph* owned,
+                                                             SessionOptions options) {
   if (options.num_workers < 1)
     return absl::InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
   TDF_RETURN_IF_ERROR(Validate(graph));
   auto impl = std::make_unique<Impl>();
   // A copy only where nothing else makes one: a 10^6-node graph is 250 MB.
+  // A main graph without calls (a loop, an unrolled computation: the large
+  // ones) is its own transformation, its library never runs: the nodes are
+  // taken as they are, without the transformation's renaming pass.
+  const bool calls = std::any_of(graph.node.begin(), graph.node.end(),
+                                 [](const NodeDef& n) { return n.op == "Invoke"; });
   Graph executable;
-  if (options.mode == ExecutionMode::kStatic) {
+  if (options.mode == ExecutionMode::kStatic && calls) {
     TDF_ASSIGN_OR_RETURN(executable, StaticizeRecursion(graph));
+    if (owned != nullptr) *owned = Graph();
+  } else if (owned != nullptr) {
+    executable = std::move(*owned);
+    *owned = Graph();
+  } else if (options.mode == ExecutionMode::kStatic) {
+    executable.node = graph.node;
   } else {
     executable = graph;
   }
+  if (options.mode == ExecutionMode::kStatic) executable.library = FunctionLibrary();
   // Device placement when asked for, or when some node names a GPU.
   bool names_gpu = false;
   auto scan = [&](const std::vector<NodeDef>& nodes) {
