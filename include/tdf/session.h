@@ -104,7 +104,9 @@ struct RunStats {
   std::map<std::string, std::pair<int64_t, int64_t>> firings_by_node;  // when collect_node_stats
   int64_t frames_created = 0;   // invocations, loop iterations and the root
   int64_t peak_live_frames = 0;
-  int64_t live_frames_after_run = 0;  // always 0 unless something leaked
+  // Frames still live when the run ended: 0 after a successful run unless
+  // something leaked; after a failed one, those the run then reclaimed.
+  int64_t live_frames_after_run = 0;
   int64_t max_tag_depth = 0;
   int64_t instantiations = 0;   // dynamic mode: function bodies copied
   // Several workers: batches of ready work a worker handed to the arena for

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec_test_util.h"
@@ -63,6 +64,26 @@ TEST_P(TailResultsTest, TailRecursionPassesTheCallersResultMergesOver) {
       // result Merge.
       EXPECT_EQ(OpCount(st, "Merge").first, options.forward_call_values ? 0 : 3 * (n + 1));
     }
+  });
+}
+
+// A tail recursion without end stops at max_tag_depth like any other, and
+// the session runs again.
+TEST_P(TailResultsTest, RunawayTailRecursionEndsInAStatus) {
+  ForEachVariant(GetParam(), [](const SessionOptions& base) {
+    SessionOptions options = base;
+    options.max_tag_depth = 3000;
+    auto s = MakeSession(Count(), options);
+    ASSERT_NE(s, nullptr);
+    RunStats st;
+    absl::StatusOr<std::vector<Tensor>> out = s->Run({{"n", I(-1)}, {"acc", I(0)}}, {"result"}, {}, &st);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(out.status().message().find("function 'count' would reach tag depth 3001"), absl::string_view::npos)
+        << out.status();
+    // The invocations live when it stopped, which the run reclaims itself.
+    EXPECT_EQ(st.live_frames_after_run, 3001);
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(5)}, {"acc", I(1)}}).scalar<int64_t>(), 6);  // and nothing after
   });
 }
 
