@@ -1,7 +1,9 @@
 #include "graph/frames.h"
 
 #include <deque>
+#include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,26 @@ struct OutEdge {
   int dst;
   bool is_control;
 };
+
+// The ops that place their consumers in another frame, told apart once per
+// node: compared as strings on every edge, they were a tenth of frame
+// inference on a 10^6-node graph.
+enum class FrameRole : uint8_t { kPlain, kEnter, kExit, kNextIteration, kCall, kReturn };
+
+FrameRole RoleOf(const std::string& op) {
+  switch (op.size()) {
+    case 4:
+      return op == "Exit" ? FrameRole::kExit : op == "Call" ? FrameRole::kCall : FrameRole::kPlain;
+    case 5:
+      return op == "Enter" ? FrameRole::kEnter : FrameRole::kPlain;
+    case 6:
+      return op == "Return" ? FrameRole::kReturn : FrameRole::kPlain;
+    case 13:
+      return op == "NextIteration" ? FrameRole::kNextIteration : FrameRole::kPlain;
+    default:
+      return FrameRole::kPlain;
+  }
+}
 
 class FrameInference {
  public:
@@ -30,6 +52,8 @@ class FrameInference {
     }
     info_.blocks.push_back(top);
     info_.block_of_node.assign(nodes_.size(), -1);
+    roles_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) roles_[i] = RoleOf(nodes_[i].op);
     BuildEdges();
 
     std::deque<int> work;
@@ -51,7 +75,7 @@ class FrameInference {
       work.pop_front();
       const NodeDef& node = nodes_[src];
       const int block = info_.block_of_node[src];
-      if ((node.op == "Exit" || node.op == "NextIteration") &&
+      if ((roles_[src] == FrameRole::kExit || roles_[src] == FrameRole::kNextIteration) &&
           info_.blocks[block].kind != BlockInfo::Kind::kLoop) {
         // Reported after propagation: a misplaced Exit/NextIteration is
         // often the symptom of a node that mixes two frames upstream, and
@@ -64,7 +88,7 @@ class FrameInference {
       }
       for (const OutEdge& e : out_edges(src)) {
         const NodeDef& dst = nodes_[e.dst];
-        if (dst.op == "Return" && !e.is_control) continue;  // the value comes from the callee
+        if (roles_[e.dst] == FrameRole::kReturn && !e.is_control) continue;  // the value comes from the callee
         TDF_ASSIGN_OR_RETURN(int target, TargetBlock(src, e));
         int& placed = info_.block_of_node[e.dst];
         if (placed < 0) {
@@ -133,12 +157,12 @@ class FrameInference {
   absl::StatusOr<int> TargetBlock(int src, const OutEdge& e) {
     const NodeDef& node = nodes_[src];
     const int block = info_.block_of_node[src];
-    if (node.op == "Enter") {
+    if (roles_[src] == FrameRole::kEnter) {
       TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));
       return LoopBlock(block, frame);
     }
-    if (node.op == "Exit") return info_.blocks[block].parent;  // a loop block: checked when src was popped
-    if (node.op == "Call" && !e.is_control) {
+    if (roles_[src] == FrameRole::kExit) return info_.blocks[block].parent;  // a loop block: checked when src was popped
+    if (roles_[src] == FrameRole::kCall && !e.is_control) {
       TDF_ASSIGN_OR_RETURN(std::string fname, node.GetString("function"));
       return FunctionBlock(fname);
     }
@@ -152,6 +176,7 @@ class FrameInference {
   // Out edges by producer, in consumer order (node i's: [out_offsets_[i], out_offsets_[i + 1])).
   std::vector<uint32_t> out_offsets_;
   std::vector<OutEdge> out_edges_;
+  std::vector<FrameRole> roles_;  // by node
   std::map<std::string, int> function_blocks_;
   std::map<std::pair<int, std::string>, int> loop_blocks_;
 };

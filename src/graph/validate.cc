@@ -17,6 +17,24 @@
 namespace tdf {
 namespace {
 
+// The state ops whose variable input is checked. By length first: five
+// string compares per node were a fifth of the body checks on a 10^6-node
+// graph.
+bool ReadsOrWritesAVariable(const std::string& op) {
+  switch (op.size()) {
+    case 4:
+      return op == "Read";
+    case 6:
+      return op == "Assign";
+    case 9:
+      return op == "AssignAdd" || op == "AssignSub";
+    case 10:
+      return op == "ScatterAdd";
+    default:
+      return false;
+  }
+}
+
 absl::Status Invalid(const NodeDef& node, absl::string_view message) {
   return NodeError(node, absl::StatusCode::kInvalidArgument, message);
 }
@@ -244,8 +262,7 @@ class BodyValidator {
   absl::Status CheckVariables() {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const NodeDef& n = nodes_[i];
-      if (n.op != "Read" && n.op != "Assign" && n.op != "AssignAdd" && n.op != "AssignSub" && n.op != "ScatterAdd")
-        continue;
+      if (!ReadsOrWritesAVariable(n.op)) continue;
       TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
       int cur = in_edges(i).front().src;
       for (size_t steps = 0; steps <= nodes_.size(); ++steps) {
