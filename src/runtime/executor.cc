@@ -1053,19 +1053,23 @@ bool Worker::DeliverMerge(Frame* t, const ExecNode& dst, int32_t slot, const Ten
   std::atomic<int32_t>& state = t->pending()[dst.index];
   if (!dead) {
     const int32_t input = slot - dst.slot_base;
-    t->slots()[slot].Set(value, false);
-    if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
     int32_t cur = state.load(std::memory_order_relaxed);
     if (Alone(t)) {
       if (cur & kMergeFired) return false;
       state.store(cur | kMergeFired | (input << 16), std::memory_order_relaxed);
-      return true;
+    } else {
+      for (;;) {
+        if (cur & kMergeFired) return false;  // a second live input: the Merge already fired
+        if (state.compare_exchange_weak(cur, cur | kMergeFired | (input << 16), std::memory_order_acq_rel)) break;
+      }
     }
-    while (!(cur & kMergeFired)) {
-      if (state.compare_exchange_weak(cur, cur | kMergeFired | (input << 16), std::memory_order_acq_rel))
-        return true;
-    }
-    return false;  // a second live input: the Merge already fired
+    // Only the input that fires the Merge writes its slot, and before the
+    // Merge is queued. A later live input that wrote its slot too raced
+    // with the firing, which releases every input slot (Worker::Fire), on
+    // another worker: its value is dropped unread instead.
+    t->slots()[slot].Set(value, false);
+    if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
+    return true;
   }
   return CountDeadIntoMerge(t, dst);
 }
