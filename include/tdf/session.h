@@ -134,7 +134,8 @@ class Session {
   // Validates, transforms (static mode) and compiles `graph`. Errors name the
   // offending node. The session keeps a graph of its own: passed an rvalue,
   // it takes `graph`'s nodes instead of copying them (a 10^6-node graph is
-  // 250 MB), and leaves `graph` empty.
+  // 250 MB), and leaves `graph` empty: untouched if it fails validation,
+  // empty once the session is created or a later step fails.
   static absl::StatusOr<std::unique_ptr<Session>> Create(const Graph& graph, SessionOptions options = {});
   static absl::StatusOr<std::unique_ptr<Session>> Create(Graph&& graph, SessionOptions options = {});
   ~Session();
