@@ -87,6 +87,15 @@ struct SessionOptions {
   // Results are the same; RunStats show fewer Merge, Identity, Return and
   // Switch firings. Off: all of them fire, as in the paper.
   bool forward_call_values = true;
+  // Static mode, with forward_call_values: a function whose result is a tail
+  // call's (ack's ack(m - 1, ...), a tail-recursive search) gives its frame
+  // back once its own work is done, and the callee returns straight to the
+  // caller's caller: a tail recursion holds one live frame, not one per call.
+  // Tag depths still count every call (max_tag_depth applies as before);
+  // error messages and traces show the calls passed over as "+k tail
+  // calls" instead of their labels. Off: every caller stays live until its
+  // callee returns.
+  bool release_tail_callers = true;
   // Chrome trace JSON (opens in Perfetto) written after each run. Also
   // switched on by the environment variable TDF_TRACE=path.
   std::string trace_path;
@@ -103,6 +112,9 @@ struct RunStats {
   std::map<std::string, std::pair<int64_t, int64_t>> firings_by_op;  // op -> (live, dead)
   std::map<std::string, std::pair<int64_t, int64_t>> firings_by_node;  // when collect_node_stats
   int64_t frames_created = 0;   // invocations, loop iterations and the root
+  // Invocations reclaimed while their tail call still ran, which then
+  // returned to their caller (SessionOptions::release_tail_callers).
+  int64_t tail_callers_released = 0;
   int64_t peak_live_frames = 0;
   // Frames still live when the run ended: 0 after a successful run unless
   // something leaked; after a failed one, those the run then reclaimed.

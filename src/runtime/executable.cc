@@ -162,6 +162,7 @@ class Compiler {
       ForwardExclusiveResultMerges();
       ForwardReturns();
       ForwardTailResults();
+      if (options_.release_tail_callers) MarkTailSites();
     }
     CompactSlots();
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
@@ -561,6 +562,7 @@ class Compiler {
         for (int32_t k = 0; k < static_cast<int32_t>(n.edges.size()); ++k) {
           const OutEdge& e = n.edges[k];
           if (e.kind != EdgeKind::kReturn) continue;
+          Info(n).result_index = static_cast<int32_t>(Info(nodes[e.dst]).def->GetIntOr("result_index", -1));
           auto& range = Info(n).return_edges_by_label[Info(nodes[e.dst]).label];
           if (range.first == range.second) range.first = k;
           range.second = k + 1;
@@ -640,6 +642,7 @@ class Compiler {
       p.edges.push_back(e);
     }
     Info(p).return_edges_by_label = Info(r).return_edges_by_label;
+    Info(p).result_index = Info(r).result_index;
     for (auto& range : Info(p).return_edges_by_label) {
       if (range.first == range.second) continue;
       range.first += shift;
@@ -1038,6 +1041,52 @@ class Compiler {
       if (exe_->blocks[p.block].kind != ExecBlock::Kind::kFunction) continue;
       for (OutEdge& e : p.edges)
         if (e.kind == EdgeKind::kLocal && nodes[e.dst].block == p.block) mark(e);
+    }
+  }
+
+  // Call sites whose invocation's results are all the caller's own results,
+  // unchanged and of the same index (NodeInfo::tail_site): every node of the
+  // callee that delivers a result has, for the site's label, one
+  // OutEdge::kReturnTail edge, and the Merges it skips lead to the caller's
+  // result of that index. The caller may then hand the invocation over to
+  // its own caller (Frame::tail_child).
+  void MarkTailSites() {
+    if (exe_->mode != ExecutionMode::kStatic) return;
+    std::vector<NodeBuild>& nodes = nodes_;
+    for (ExecBlock& blk : exe_->blocks) {
+      if (blk.kind != ExecBlock::Kind::kFunction) continue;
+      for (int32_t id : blk.nodes) {
+        const int32_t index = Info(id).result_index;
+        if (Info(id).return_edges_by_label.empty() || index < 0) continue;
+        if (index >= static_cast<int32_t>(blk.result_nodes.size())) blk.result_nodes.resize(index + 1, -1);
+        // Any such node delivers to the same places; one that fires is
+        // preferred (a forwarded one keeps its edges too).
+        int32_t& chosen = blk.result_nodes[index];
+        if (chosen < 0 || (Info(chosen).forwarded && !Info(id).forwarded)) chosen = id;
+      }
+    }
+    for (NodeBuild& c : nodes) {
+      if (c.kind != NodeKind::kCall || Info(c).split_site || Info(c).target_block < 0) continue;
+      const ExecBlock& caller = exe_->blocks[c.block];
+      const ExecBlock& callee = exe_->blocks[Info(c).target_block];
+      if (caller.kind != ExecBlock::Kind::kFunction || callee.kind != ExecBlock::Kind::kFunction) continue;
+      const int32_t label = Info(c).label;
+      bool tail = false;
+      for (int32_t id : callee.nodes) {
+        const NodeInfo& x = Info(id);
+        if (x.return_edges_by_label.empty()) continue;
+        tail = x.result_index >= 0 && label < static_cast<int32_t>(x.return_edges_by_label.size());
+        if (!tail) break;
+        const auto [first, last] = x.return_edges_by_label[label];
+        tail = last - first == 1 && nodes[id].edges[first].return_tail();
+        if (!tail) break;
+        const int32_t result = Info(nodes[id].edges[first].dst).tail_result;
+        tail = result >= 0 && nodes[result].block == caller.id && Info(result).result_index == x.result_index &&
+               x.result_index < static_cast<int32_t>(caller.result_nodes.size()) &&
+               caller.result_nodes[x.result_index] >= 0;
+        if (!tail) break;
+      }
+      Info(c).tail_site = tail;
     }
   }
 

@@ -244,6 +244,16 @@ struct alignas(64) NodeInfo {
   // A Merge that OutEdge::kReturnTail edges skip: the function's result
   // Merge whose Return edges take the value on.
   int32_t tail_result = -1;
+  // A node with Return edges (return_edges_by_label): the index of the
+  // function result it delivers (the Returns' result_index).
+  int32_t result_index = -1;
+  // Call (static mode, SessionOptions::release_tail_callers): every result
+  // of the callee goes to this site along one OutEdge::kReturnTail edge
+  // whose Merges pass it on to the caller's result of the same index. The
+  // callee's results are then the caller's: once the caller has nothing
+  // else to do, the callee returns to the caller's caller in its place
+  // (Frame::tail_child).
+  bool tail_site = false;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one
@@ -293,6 +303,10 @@ struct ExecBlock {
   int32_t num_invariants = 0;  // constant Enters
   std::vector<int32_t> exits;
   int32_t parallel_iterations = 10;
+  // Static mode functions: per result index, a node that delivers it
+  // (its Returns for every label), or -1. A frame handed over to its
+  // caller's caller delivers through these (Frame::return_block).
+  std::vector<int32_t> result_nodes;
   // Dynamic mode functions: arguments and results.
   int32_t num_args = 0;
   int32_t num_results = 0;

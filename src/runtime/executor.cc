@@ -165,11 +165,13 @@ Frame* AllocateFrame(const ExecBlock& block) {
   f->instance = nullptr;
   f->run = nullptr;
   f->iteration = 0;
+  f->return_block = -1;
   f->label = -1;
   f->slot_in_parent = -1;
   f->depth = 0;
   f->caller_node = -1;
   f->next_iteration.store(nullptr, std::memory_order_relaxed);
+  f->tail_child.store(nullptr, std::memory_order_relaxed);
   f->refs.store(0, std::memory_order_relaxed);
   f->shared.store(false, std::memory_order_relaxed);
   f->atomic_counts.store(false, std::memory_order_relaxed);
@@ -389,6 +391,7 @@ struct RunState {
   alignas(64) std::atomic<int64_t> live_frames{0};
   std::atomic<int64_t> peak_live_frames{0};
   alignas(64) std::atomic<int64_t> frames_created{0};
+  std::atomic<int64_t> tail_callers_released{0};
   std::atomic<int64_t> max_depth{0};
   std::atomic<int64_t> instantiations{0};
   std::atomic<int64_t> offers_made{0};
@@ -471,6 +474,10 @@ std::string TagString(const Frame* f, size_t max_labels = SIZE_MAX) {
       continue;
     }
     if (f->kind == Frame::Kind::kInvocation) {
+      // Calls passed over by a hand-over (Frame::tail_child): their labels
+      // are gone, their number is not.
+      const int32_t passed_over = f->parent != nullptr ? f->depth - f->parent->depth - 1 : 0;
+      if (passed_over > 0) labels.push_back(absl::StrCat("+", passed_over, " tail calls"));
       labels.push_back(absl::StrCat(f->label));
     } else {
       labels.push_back(absl::StrCat(f->iteration));
@@ -645,6 +652,25 @@ class Worker {
   // A finished invocation's frame: kept for the next invocation of its
   // block on this worker, or freed.
   void RecycleFrame(Frame* f);
+  // A finished static-mode invocation leaves its caller: the caller's child
+  // slot says done, and it is no longer the caller's tail child.
+  void DetachFromParent(Frame* f) {
+    Frame* parent = f->parent;
+    parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+    if (parent->tail_child.load(std::memory_order_relaxed) == f)
+      parent->tail_child.store(nullptr, std::memory_order_relaxed);
+  }
+  // `f`'s references just dropped to one: when that is its tail child's,
+  // the child takes f's place (HandOverTailChild).
+  void MaybeHandOverTailChild(Frame* f) {
+    if (f->tail_child.load(std::memory_order_relaxed) != nullptr && !f->shared.load(std::memory_order_relaxed))
+      HandOverTailChild(f);
+  }
+  void HandOverTailChild(Frame* f);
+  // The node that delivers result node `n`'s result for handed-over frame `f`.
+  const ExecNode& ResultStandIn(const Frame* f, const ExecNode& n) const {
+    return exe_->nodes[exe_->blocks[f->return_block].result_nodes[Info(n).result_index]];
+  }
   void DropFrameCache();
   Frame* CreateIteration(LoopState* loop, int64_t k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop->mu);
   void FrameDone(Frame* f);
@@ -709,6 +735,7 @@ class Worker {
   int64_t loop_ns_ = 0;
   int64_t others_busy_ns_ = 0;
   int64_t frames_created_ = 0;
+  int64_t tail_callers_released_ = 0;
   int64_t shared_frames_ = 0;
   int64_t max_depth_ = 0;
   // Per block: frames of finished invocations, the most recent last. A
@@ -790,8 +817,10 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
                 block.slots_offset - block.pending_offset + sizeof(Token) * block.prefilled_slots_end);
     if (block.num_args > 0)
       std::memset(base + block.args_offset, 0, sizeof(Token) * static_cast<size_t>(block.num_args));
+    f->return_block = -1;
     f->label = -1;
     f->slot_in_parent = -1;
+    f->tail_child.store(nullptr, std::memory_order_relaxed);
     f->refs.store(0, std::memory_order_relaxed);
     f->holds_tensors.store(false, std::memory_order_relaxed);
     f->shared.store(false, std::memory_order_relaxed);
@@ -893,7 +922,38 @@ void Worker::Share(Frame* f) {
 
 void Worker::Release(Frame* f, int64_t delta) {
   if (delta == 0) return;
-  if (FetchAdd(f->refs, delta, Alone(f)) + delta == 0) FrameDone(f);
+  const int64_t left = FetchAdd(f->refs, delta, Alone(f)) + delta;
+  if (left == 0) {
+    FrameDone(f);
+  } else if (left == 1) {
+    MaybeHandOverTailChild(f);
+  }
+}
+
+// `f` has nothing left to do but wait for its tail child (its one reference
+// is the child's): the child takes f's place under f's caller, delivering
+// f's results there itself (Frame::return_block), and f is reclaimed now,
+// not when the child returns. Only while f is private: then no other worker
+// can reach f or its child (shared frames have shared ancestors), and no
+// Call of f's site is still to reach f's slot in the caller (f's external
+// reference is gone). f's reference on the caller becomes the child's.
+void Worker::HandOverTailChild(Frame* f) {
+  Frame* child = f->tail_child.load(std::memory_order_relaxed);
+  Frame* up = f->parent;
+  child->parent = up;
+  child->slot_in_parent = f->slot_in_parent;
+  child->label = f->label;
+  child->return_block = f->return_block >= 0 ? f->return_block : f->block->id;
+  up->children()[f->slot_in_parent].child.store(child, std::memory_order_release);
+  if (up->tail_child.load(std::memory_order_relaxed) == f) up->tail_child.store(child, std::memory_order_relaxed);
+  f->tail_child.store(nullptr, std::memory_order_relaxed);
+  if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
+    KeepFrame(frame_cache_[f->block->id], f);
+  } else {
+    RecycleFrame(f);
+  }
+  AddLive(-1);
+  ++tail_callers_released_;
 }
 
 // Completes `f` and every frame that completes because of it, iteratively
@@ -903,7 +963,7 @@ void Worker::FrameDone(Frame* f) {
   // they finish with it, without FrameDoneAll's work list.
   while (f->kind == Frame::Kind::kInvocation && f->instance == nullptr) {
     Frame* parent = f->parent;
-    parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+    DetachFromParent(f);
     if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
       // RecycleFrame with nothing to release: a static-mode invocation never
       // writes its argument tokens (FireInvoke does, in dynamic mode).
@@ -912,7 +972,11 @@ void Worker::FrameDone(Frame* f) {
       RecycleFrame(f);
     }
     AddLive(-1);
-    if (FetchAdd(parent->refs, -1, Alone(parent)) != 1) return;
+    const int64_t prev = FetchAdd(parent->refs, -1, Alone(parent));
+    if (prev != 1) {
+      if (prev == 2) MaybeHandOverTailChild(parent);
+      return;
+    }
     f = parent;
   }
   FrameDoneAll(f);
@@ -941,10 +1005,15 @@ void Worker::FrameDoneAll(Frame* first) {
             }
           }
         }
-        parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
+        DetachFromParent(f);
         RecycleFrame(f);
         AddLive(-1);
-        if (FetchAdd(parent->refs, ready - 1, Alone(parent)) + ready - 1 == 0) todo.push_back(parent);
+        const int64_t left = FetchAdd(parent->refs, ready - 1, Alone(parent)) + ready - 1;
+        if (left == 0) {
+          todo.push_back(parent);
+        } else if (left == 1) {
+          MaybeHandOverTailChild(parent);
+        }
         break;
       }
       case Frame::Kind::kIteration: {
@@ -1167,7 +1236,8 @@ int Worker::DeliverReturns(Frame* t, const OutEdge* begin, const OutEdge* end, T
 // deep. A frame on the way is alive: `t` holds its caller, and so on up.
 void Worker::ForwardTailResult(Frame* t, const OutEdge* e, const Tensor& value) {
   for (;;) {
-    const ExecNode& result = exe_->nodes[Info(exe_->nodes[e->dst]).tail_result];
+    const ExecNode& own = exe_->nodes[Info(exe_->nodes[e->dst]).tail_result];
+    const ExecNode& result = t->return_block < 0 ? own : ResultStandIn(t, own);
     const auto& by_label = Info(result).return_edges_by_label;
     if (t->kind != Frame::Kind::kInvocation || t->label < 0 || t->label >= static_cast<int32_t>(by_label.size()))
       return;  // no site takes the caller's result
@@ -1210,11 +1280,15 @@ int Worker::Propagate(Frame* f, const ExecNode& n, Token* outs, bool dead) {
     // A function result: local edges, then the Return of the creating site.
     if (dead || !Info(n).local_edges_only_merge_marks)
       ready = DeliverEdges(f, begin, begin + Info(n).first_return_edge, outs, dead);
+    // A frame handed over to its caller's caller delivers as the result of
+    // the same index of the function it stands in for (Frame::return_block).
+    const ExecNode& r = f->return_block < 0 ? n : ResultStandIn(f, n);
     if (f->kind == Frame::Kind::kInvocation && f->label >= 0 && !(dead && Info(n).returns_only_live) &&
-        f->label < static_cast<int32_t>(Info(n).return_edges_by_label.size())) {
-      const auto& range = Info(n).return_edges_by_label[f->label];
+        f->label < static_cast<int32_t>(Info(r).return_edges_by_label.size())) {
+      const auto& range = Info(r).return_edges_by_label[f->label];
       Frame* parent = f->parent;
-      int parent_ready = DeliverReturns(parent, begin + range.first, begin + range.second, outs, dead);
+      const OutEdge* edges = f->return_block < 0 ? begin : r.out_begin;
+      int parent_ready = DeliverReturns(parent, edges + range.first, edges + range.second, outs, dead);
       if (parent_ready > 0) FetchAdd(parent->refs, parent_ready, Alone(parent));
     }
   }
@@ -1427,6 +1501,9 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
       }
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
+        if (info.tail_site && !f->shared.load(std::memory_order_relaxed) &&
+            f->tail_child.load(std::memory_order_relaxed) == nullptr)
+          f->tail_child.store(fresh, std::memory_order_relaxed);
         for (int32_t src : block.sources) Push(fresh, src);
         for (const auto& [merge, slot] : info.missing_arg_merges()) child_ready += DeliverDead(fresh, merge, slot);
       }
@@ -2367,6 +2444,8 @@ void Worker::Flush() {
   PublishLive();
   run_->frames_created.fetch_add(frames_created_, std::memory_order_relaxed);
   frames_created_ = 0;
+  run_->tail_callers_released.fetch_add(tail_callers_released_, std::memory_order_relaxed);
+  tail_callers_released_ = 0;
   run_->shared_frames.fetch_add(shared_frames_, std::memory_order_relaxed);
   shared_frames_ = 0;
   int64_t md = run_->max_depth.load(std::memory_order_relaxed);
@@ -2607,6 +2686,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       s.firings_by_node[exe_->info[i].def->name] = {run.live_by_node[i], run.dead_by_node[i]};
     }
     s.frames_created = run.frames_created.load();
+    s.tail_callers_released = run.tail_callers_released.load();
     s.peak_live_frames = run.peak_live_frames.load();
     // The root is freed by the run itself; anything else still live leaked.
     s.live_frames_after_run = root_done ? leaked - 1 : leaked;

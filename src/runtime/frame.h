@@ -74,6 +74,11 @@ constexpr uint32_t kSiteClosedDead = uint32_t{1} << 31;
 struct Frame {
   enum class Kind : uint8_t { kRoot, kInvocation, kIteration };
   Kind kind;
+  // Invocations handed over to their caller's caller (see tail_child): the
+  // function block whose results this frame's results stand for, result i
+  // for result i; its result nodes' Returns for `label` lead into `parent`.
+  // -1: the frame's own function (every frame that was not handed over).
+  int32_t return_block;
   const ExecBlock* block;
   Frame* parent;           // caller (invocation), enclosing frame (iteration), null (root)
   LoopState* loop;         // iterations only
@@ -85,6 +90,14 @@ struct Frame {
   int32_t depth;           // tag length
   int32_t caller_node;     // dynamic mode: the Invoke node in the parent
   std::atomic<Frame*> next_iteration;  // iterations: k+1 once created
+  // Invocations (SessionOptions::release_tail_callers): the live invocation
+  // this frame created at a tail site, whose results are this frame's
+  // results unchanged (NodeInfo::tail_site). When nothing else holds the
+  // frame (refs == 1, that child's reference) and it is private, the child
+  // is handed over to this frame's caller and this frame is reclaimed
+  // (Worker::HandOverTailChild): a tail recursion holds one frame, not one
+  // per call. Null when there is none.
+  std::atomic<Frame*> tail_child;
   std::atomic<int64_t> refs;
   // Some slot may hold a tensor buffer (FreeFrame must release it). Set by
   // any worker that delivers one; read when the frame is freed.

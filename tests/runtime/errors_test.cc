@@ -164,9 +164,19 @@ TEST_P(ErrorsTest, KernelErrorInsideRecursionNamesTheInvocationTag) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   // Call sites of f: the main graph's (0), then f's own (1). The division
-  // runs in the fourth invocation: tag [1, 1, 1, 0], newest first.
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'f/div' (Div) at tag [1, 1, 1, 0]"));
+  // runs in the fourth invocation: tag [1, 1, 1, 0], newest first. Its three
+  // callers ended in tail calls and were released
+  // (SessionOptions::release_tail_callers): the message counts them.
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'f/div' (Div) at tag [+3 tail calls, 0]"));
   EXPECT_EQ(RunResult(s.get(), {{"n", I(-1)}}).scalar<int64_t>(), -100);
+  // Kept live, they give their labels.
+  SessionOptions keep = Options();
+  keep.release_tail_callers = false;
+  auto kept = MakeSession(DivAtRecursionBottom(), keep);
+  ASSERT_NE(kept, nullptr);
+  out = kept->Run({{"n", I(3)}}, {"result"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'f/div' (Div) at tag [1, 1, 1, 0]"));
 }
 
 TEST_P(ErrorsTest, KernelErrorInsideLoopNamesTheIteration) {

@@ -131,20 +131,27 @@ inline std::vector<std::string> NodesWithOp(const Session& s, const std::string&
 // 2 * fib(n) - 1 invocations.
 inline int64_t FibCalls(int64_t fib_n) { return 2 * fib_n - 1; }
 
-// Every combination of value forwarding, dead-branch skipping and the
+// Every combination of value forwarding (with and without releasing tail
+// callers), dead-branch skipping and the
 // general (per-node counting) path, each under a trace that names it: the
 // options that change which nodes fire, never what a run computes.
 inline void ForEachVariant(int workers, const std::function<void(const SessionOptions&)>& body) {
   for (bool forward : {true, false}) {
-    for (bool skip : {true, false}) {
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " skip_dead_branches ", skip, " general ", general));
-        SessionOptions options;
-        options.num_workers = workers;
-        options.forward_call_values = forward;
-        options.skip_dead_branches = skip;
-        options.collect_node_stats = general;
-        body(options);
+    // Releasing tail callers needs forwarded values (tail results).
+    for (bool release : {true, false}) {
+      if (!forward && !release) continue;
+      for (bool skip : {true, false}) {
+        for (bool general : {false, true}) {
+          SCOPED_TRACE(absl::StrCat("forward_call_values ", forward, " release_tail_callers ", release,
+                                    " skip_dead_branches ", skip, " general ", general));
+          SessionOptions options;
+          options.num_workers = workers;
+          options.forward_call_values = forward;
+          options.release_tail_callers = release;
+          options.skip_dead_branches = skip;
+          options.collect_node_stats = general;
+          body(options);
+        }
       }
     }
   }

@@ -215,6 +215,141 @@ TEST_P(TailResultsTest, ResultMergeWithALocalConsumerStillFires) {
   });
 }
 
+// ---- Released callers (SessionOptions::release_tail_callers) ----
+
+// even(n) = n == 0 ? true : odd(n - 1), odd likewise: every invocation but
+// the last ends in a tail call, so each is reclaimed as soon as it has made
+// that call, and its callee returns to main in its place. One worker then
+// holds the root and at most two invocations (a caller and the callee it
+// has just created), however deep the recursion; without releasing, every
+// caller stays live until the last one returns.
+TEST_P(TailResultsTest, ReleasedCallersHoldATailRecursionInThreeFrames) {
+  for (bool release : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("release_tail_callers ", release));
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.release_tail_callers = release;
+    options.exact_live_frames = true;  // the peak is asserted
+    auto s = MakeSession(reference::EvenOdd(), options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {0, 1, 7, 100001}) {
+      SCOPED_TRACE(absl::StrCat("n ", n));
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}}, &st).scalar<bool>(), n % 2 == 0);
+      EXPECT_EQ(st.frames_created, n + 2);
+      EXPECT_EQ(st.max_tag_depth, n + 1);  // tags still count every call
+      EXPECT_EQ(st.live_frames_after_run, 0);
+      if (!release) {
+        EXPECT_EQ(st.tail_callers_released, 0);
+        EXPECT_EQ(st.peak_live_frames, n + 2);
+      } else {
+        // Nothing here is worth offering to other workers, so no frame is
+        // shared and every caller is released, with any number of workers.
+        EXPECT_EQ(st.tail_callers_released, n);
+        EXPECT_EQ(st.peak_live_frames, std::min<int64_t>(n + 2, 3));
+      }
+    }
+  }
+}
+
+// primes(n): nth's recursive calls and isprime's are tail calls, nth's call
+// of isprime is not. Released, the live frames no longer follow the number
+// of nth and isprime calls in flight (76 483 for primes(7500)); every
+// count that says what ran is unchanged.
+TEST_P(TailResultsTest, ReleasedCallersLeaveEveryOtherCountUnchanged) {
+  RunStats with, without;
+  for (bool release : {true, false}) {
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.release_tail_callers = release;
+    auto s = MakeSession(reference::Primes(), options);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(500)}}).scalar<int64_t>(), reference::NativePrimes(500));
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(500)}}, release ? &with : &without).scalar<int64_t>(),
+              reference::NativePrimes(500));
+  }
+  EXPECT_EQ(with.frames_created, without.frames_created);
+  EXPECT_EQ(with.max_tag_depth, without.max_tag_depth);
+  EXPECT_EQ(with.firings_by_op, without.firings_by_op);
+  EXPECT_EQ(with.live_frames_after_run, 0);
+  EXPECT_EQ(without.tail_callers_released, 0);
+  EXPECT_GT(with.tail_callers_released, with.frames_created / 2);
+  if (GetParam() == 1) EXPECT_LT(with.peak_live_frames * 20, without.peak_live_frames);
+}
+
+// A tail call whose callee is invoked live but returns a dead result (one
+// argument live, the other dead): once its caller is released, the dead
+// result goes to the caller's caller as the caller's own dead result would
+// have. Both runs end alike: main's result fired dead.
+TEST_P(TailResultsTest, ADeadResultOfAReleasedCallerReachesItsCaller) {
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"g", {{"k", DType::kInt64}, {"v", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& args) -> Outs { return Outs{f.Add(args[1], args[0])}; });
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}, {"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& args) -> Outs {
+        Output n = args[0], x = args[1];
+        return f.Cond(
+            f.Greater(n, f.Const<int64_t>(0)),
+            [&] {
+              // The true port of a Switch on false: dead in every invocation.
+              Output never = f.Op("Switch", {x, f.Const<bool>(false)}, {{"T", DType::kInt64}});
+              never.port = 1;
+              return f.Call("g", {f.Sub(n, f.Const<int64_t>(1)), f.Add(never, f.Const<int64_t>(1))});
+            },
+            [&] { return Outs{x}; });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output x = b.Placeholder("x", DType::kInt64);
+  b.Identity(b.Call("f", {n, x})[0], "result");
+  const Graph g = Built(b);
+  ForEachVariant(GetParam(), [&](const SessionOptions& options) {
+    auto s = MakeSession(g, options);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(0)}, {"x", I(7)}}).scalar<int64_t>(), 7);
+    RunStats st;
+    absl::StatusOr<std::vector<Tensor>> out = s->Run({{"n", I(3)}, {"x", I(7)}}, {"result"}, {}, &st);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+    EXPECT_NE(out.status().message().find("fired with a dead output"), absl::string_view::npos) << out.status();
+    EXPECT_EQ(st.frames_created, 3);
+    EXPECT_EQ(st.live_frames_after_run, 0);
+    if (options.forward_call_values && options.release_tail_callers && GetParam() == 1)
+      EXPECT_EQ(st.tail_callers_released, 1);
+  });
+}
+
+// Runaway mutual tail recursion (even(-1) never reaches 0) still ends at
+// max_tag_depth: a released caller's callee keeps its depth, and the
+// message counts the calls it passed over.
+TEST_P(TailResultsTest, RunawayReleasedTailRecursionEndsAtTheSameDepth) {
+  for (bool release : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("release_tail_callers ", release));
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.release_tail_callers = release;
+    options.max_tag_depth = 3000;
+    auto s = MakeSession(reference::EvenOdd(), options);
+    ASSERT_NE(s, nullptr);
+    RunStats st;
+    absl::StatusOr<std::vector<Tensor>> out = s->Run({{"n", I(-1)}}, {"result"}, {}, &st);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(out.status().message().find("would reach tag depth 3001"), absl::string_view::npos) << out.status();
+    EXPECT_EQ(st.max_tag_depth, 3000);
+    // The callers of the call that failed had nothing else to do: they
+    // completed on their own, released or not.
+    EXPECT_EQ(st.live_frames_after_run, 0);
+    if (release) {
+      EXPECT_NE(out.status().message().find("at tag [+2999 tail calls, 0]"), absl::string_view::npos)
+          << out.status();
+    } else {
+      EXPECT_NE(out.status().message().find("at tag [0, 1, 0, 1, "), absl::string_view::npos) << out.status();
+    }
+    EXPECT_EQ(RunResult(s.get(), {{"n", I(6)}}).scalar<bool>(), true);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, TailResultsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace

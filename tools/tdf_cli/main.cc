@@ -255,6 +255,7 @@ void PrintStats(const tdf::RunStats& stats) {
             << " dead)\n"
             << "  frames created   " << stats.frames_created << "\n"
             << "  peak live frames " << stats.peak_live_frames << "\n"
+            << "  released callers " << stats.tail_callers_released << "\n"
             << "  live after run   " << stats.live_frames_after_run << "\n"
             << "  max tag depth    " << stats.max_tag_depth << "\n";
   if (stats.instantiations > 0) std::cout << "  instantiations   " << stats.instantiations << "\n";
