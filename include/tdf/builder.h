@@ -68,7 +68,13 @@ class GraphBuilder {
   GraphBuilder& operator=(const GraphBuilder&) = delete;
 
   // ---- generic ----
-  // Adds a node. `name` is made unique when empty or taken. Returns output 0.
+  // Adds a node. Returns output 0. An empty `name` gets a generated one
+  // ("<op>_<k>", prefixed with the enclosing cond branch's or loop's name)
+  // that no node has. A non-empty `name` is used exactly as given, also
+  // inside a cond branch or loop body; if a node already has it, this returns
+  // an invalid Output and records ALREADY_EXISTS ("duplicate node name
+  // '<name>'") as the builder's error (status(); the first error sticks), so
+  // Build() fails: an explicit name is never silently changed.
   Output Op(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs = {},
             const std::string& name = "");
   // All outputs of a node (as many as its dtype rule yields).

@@ -664,6 +664,21 @@ absl::StatusOr<std::vector<std::string>> AddGradients(Graph& graph, const std::v
   if (!grad_ys.empty() && grad_ys.size() != ys.size())
     return absl::InvalidArgumentError(
         absl::StrCat("AddGradients: ", grad_ys.size(), " upstream gradients for ", ys.size(), " ys"));
+  {
+    // A port past a node's outputs would otherwise get a (meaningless) zero
+    // gradient instead of an error.
+    Emitter types(&graph.node, &graph.library, "grad/");
+    types.Init();
+    for (const std::vector<std::string>* names : {&ys, &xs, &grad_ys}) {
+      for (const std::string& name : *names) {
+        TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(name));
+        const int n = types.NumOutputs(ref.node);
+        if (n > 0 && ref.port >= n)
+          return absl::InvalidArgumentError(
+              absl::StrCat("AddGradients: '", name, "': node '", ref.node, "' has ", n, " output(s)"));
+      }
+    }
+  }
   Differentiator d(graph);
   TDF_ASSIGN_OR_RETURN(std::vector<std::string> dx, d.Backprop(graph.node, "grad/", ys, grad_ys, xs, {}));
   // A call's results become Return nodes in the executable graph: hand out

@@ -37,6 +37,8 @@ class Emitter {
     if (status_.ok()) status_ = std::move(s);
   }
   std::string UniqueName(const std::string& base);
+  // Whether a node of the scope has this name.
+  bool Taken(const std::string& name) const { return names_.contains(name); }
   // Records a node changed or added by the caller directly.
   void Reinfer(const NodeDef& node);
 

@@ -135,6 +135,28 @@ Registry MakeRegistry() {
   });
   r["Reciprocal"] = Unary([](Emitter& e, auto&, auto& y, auto& dy) { return e.Neg(e.Mul(dy, e.Mul(y, y))); });
   r["Abs"] = Unary([](Emitter& e, auto& x, auto&, auto& dy) { return e.Mul(dy, e.Op("Sign", {x})); });
+  // Piecewise constant in x (and ZerosLike/OnesLike read only x's shape):
+  // the derivative is zero wherever it exists, so x gets no gradient from
+  // them, like an integer input (an x reached by nothing else gets zeros).
+  // A loop accumulator often starts as ZerosLike(x).
+  for (const char* op : {"ZerosLike", "OnesLike", "Sign"})
+    r[op] = [](Emitter&, const GradArgs&) -> std::vector<std::string> { return {""}; };
+  // The activations' gradient helpers (second derivatives): (y or x, dy).
+  r["TanhGrad"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // z = dy (1 - y^2): dy_in = g (1 - y^2), dy = -2 y dy g.
+    const std::string &y = a.x[0], &dy = a.x[1], &g = a.dy[0];
+    return {e.SumTo(e.Neg(e.Mul(e.Mul(g, dy), e.Add(y, y))), y), e.SumTo(e.Op("TanhGrad", {y, g}), dy)};
+  };
+  r["SigmoidGrad"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // z = dy y (1 - y): d/dy = dy (1 - 2y) g, d/d(dy) = g y (1 - y).
+    const std::string &y = a.x[0], &dy = a.x[1], &g = a.dy[0];
+    return {e.SumTo(e.Mul(e.Mul(g, dy), e.Sub(e.Sub(e.Ones(y), y), y)), y),
+            e.SumTo(e.Op("SigmoidGrad", {y, g}), dy)};
+  };
+  r["ReluGrad"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // z = x > 0 ? dy : 0: piecewise constant in x.
+    return {"", e.SumTo(e.Op("ReluGrad", {a.x[0], a.dy[0]}), a.x[1])};
+  };
   r["Cast"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
     if (!IsFloat(a.x_types[0]) || !IsFloat(e.TypeOf(a.y[0]))) return {""};
     if (a.x_types[0] == e.TypeOf(a.dy[0])) return {a.dy[0]};
@@ -158,6 +180,12 @@ Registry MakeRegistry() {
     // y = a^b: da = dy * b * y / a, db = dy * y * log(a) (a > 0).
     return {e.SumTo(e.Div(e.Mul(e.Mul(a.dy[0], a.x[1]), a.y[0]), a.x[0]), a.x[0]),
             e.SumTo(e.Mul(e.Mul(a.dy[0], a.y[0]), e.Op("Log", {a.x[0]})), a.x[1])};
+  };
+  r["Mod"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // y = fmod(a, b) = a - trunc(a / b) b: da = dy, db = -dy trunc(a / b),
+    // where trunc(a / b) = (a - y) / b (exact away from the jumps at b | a).
+    return {e.SumTo(a.dy[0], a.x[0]),
+            e.SumTo(e.Neg(e.Mul(a.dy[0], e.Div(e.Sub(a.x[0], a.y[0]), a.x[1]))), a.x[1])};
   };
   auto minmax = [](const char* cmp) {
     return [cmp](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
@@ -208,6 +236,17 @@ Registry MakeRegistry() {
       std::string scale = e.Div(e.Op("Sum", {e.Ones(like)}), e.Op("Sum", {e.Ones(a.x[0])}));
       return {e.Mul(g, scale)};
     };
+  };
+  r["Max"] = [](Emitter& e, const GradArgs& a) -> std::vector<std::string> {
+    // dy goes to the elements equal to their slice's max, split evenly
+    // among ties.
+    AttrMap kd{{"keep_dims", true}};
+    if (const AttrValue* axes = a.node->FindAttr("axes")) kd["axes"] = *axes;
+    std::string max = e.Op("Max", {a.x[0]}, kd);
+    std::string mask = e.Op("Cast", {e.Op("Equal", {a.x[0], max})}, {{"DstT", a.x_types[0]}});
+    std::string count = e.Op("Sum", {mask}, kd);
+    std::string g = e.Op("BroadcastTo", {e.Op("ReshapeLike", {a.dy[0], max}), a.x[0]});
+    return {e.Div(e.Mul(g, mask), count)};
   };
   r["Sum"] = reduce_grad(false);
   r["Mean"] = reduce_grad(true);

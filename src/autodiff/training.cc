@@ -18,7 +18,7 @@ using autodiff::Key;
 struct VarInfo {
   std::string name;
   DType dtype = DType::kInvalid;
-  Tensor initial;
+  Shape shape;  // of its value: initial_value's, else attr shape's (as the session creates it)
 };
 
 absl::StatusOr<std::vector<VarInfo>> FindVariables(const Graph& graph, const std::vector<std::string>& variables,
@@ -37,7 +37,10 @@ absl::StatusOr<std::vector<VarInfo>> FindVariables(const Graph& graph, const std
     if (info.dtype != DType::kFloat32 && info.dtype != DType::kFloat64)
       return NodeError(*n, absl::StatusCode::kInvalidArgument, "optimizers update floating variables only");
     if (n->FindAttr("initial_value") != nullptr) {
-      TDF_ASSIGN_OR_RETURN(info.initial, n->GetTensor("initial_value"));
+      TDF_ASSIGN_OR_RETURN(Tensor initial, n->GetTensor("initial_value"));
+      info.shape = initial.shape();
+    } else if (const AttrValue* sh = n->FindAttr("shape"); sh != nullptr && sh->get_if<Shape>() != nullptr) {
+      info.shape = *sh->get_if<Shape>();
     }
     out.push_back(std::move(info));
   }
@@ -127,18 +130,42 @@ absl::StatusOr<std::string> AddAdamStep(Graph& graph, const std::vector<std::str
                                         const std::vector<std::string>& gradients, const AdamOptions& o) {
   TDF_ASSIGN_OR_RETURN(std::vector<VarInfo> vars, FindVariables(graph, variables, gradients));
   if (vars.empty()) return absl::InvalidArgumentError("AddAdamStep: no variables");
+  std::set<std::string> distinct;
+  for (const VarInfo& v : vars)
+    if (!distinct.insert(v.name).second)
+      return absl::InvalidArgumentError(absl::StrCat("AddAdamStep: variable '", v.name, "' is listed twice"));
   Emitter e(&graph.node, &graph.library, "adam/");
   e.Init();
+  // The state variables' names (tdf/autodiff.h), so that users can find them
+  // (checkpoints, ReadVariable): "adam_t/<first var>", then "<var>/adam_m"
+  // and "<var>/adam_v" per variable. When one is taken (an earlier Adam step
+  // on the same variable), all of this step's get the suffix "_<k>", the
+  // smallest k >= 1 that frees them all: one suffix per step, predictable.
+  std::vector<std::string> state = {absl::StrCat("adam_t/", vars[0].name)};
+  for (const VarInfo& v : vars) {
+    state.push_back(v.name + "/adam_m");
+    state.push_back(v.name + "/adam_v");
+  }
+  if (std::set<std::string>(state.begin(), state.end()).size() != state.size())
+    return absl::InvalidArgumentError("AddAdamStep: the variables' names make two state names equal");
+  for (int k = 0;; ++k) {
+    const std::string suffix = k == 0 ? "" : absl::StrCat("_", k);
+    if (std::none_of(state.begin(), state.end(), [&](const std::string& s) { return e.Taken(s + suffix); })) {
+      for (std::string& s : state) s += suffix;
+      break;
+    }
+  }
   const DType t0 = vars[0].dtype;
-  std::string counter = NewVariable(e, graph, e.UniqueName(absl::StrCat("adam_t/", vars[0].name)), ScalarOf(t0, 0));
+  std::string counter = NewVariable(e, graph, state[0], ScalarOf(t0, 0));
   std::string t = e.Op("AssignAdd", {counter, Const(e, t0, 1)}, {{"dtype", t0}});
   std::vector<std::string> updates;
   for (const VarInfo& v : vars) {
     const DType d = v.dtype;
-    TDF_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(d, v.initial.valid() ? v.initial.shape() : Shape({})));
-    std::string m = NewVariable(e, graph, e.UniqueName(v.name + "/adam_m"), zeros);
-    std::string s = NewVariable(e, graph, e.UniqueName(v.name + "/adam_v"), zeros);
-    const std::string& g = gradients[&v - vars.data()];
+    const size_t i = &v - vars.data();
+    TDF_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(d, v.shape));
+    std::string m = NewVariable(e, graph, state[1 + 2 * i], zeros);
+    std::string s = NewVariable(e, graph, state[2 + 2 * i], zeros);
+    const std::string& g = gradients[i];
     std::string td = d == t0 ? t : e.Op("Cast", {t}, {{"DstT", d}});
     // m += (1 - b1) (g - m); v += (1 - b2) (g^2 - v).
     std::string m_read = e.Op("Read", {m}, {{"dtype", d}});

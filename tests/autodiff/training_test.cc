@@ -82,6 +82,55 @@ TEST(Training, AdamFitsLinearRegression) {
   EXPECT_NEAR(w.data<double>()[1], -3.0, 1e-2);
 }
 
+// The Adam state is found by the names tdf/autodiff.h documents (for
+// checkpoints): "<var>/adam_m", "<var>/adam_v", "adam_t/<first var>"; a
+// second step on the same variable gets its own, suffixed "_1".
+TEST(Training, AdamStateHasTheDocumentedNames) {
+  GraphBuilder b;
+  Output w = b.Variable("w", *Tensor::FromVector<double>({1.0, -2.0}, Shape({2})));
+  // No initial_value: zeros of attr shape; its slots take that shape.
+  Output u = b.Op("Variable", {}, {{"dtype", kF}, {"shape", Shape({3})}}, "u");
+  Output rw = b.Read(w), ru = b.Read(u);
+  // loss = sum(w * c) + sum(u): constant gradients c and ones.
+  const std::vector<double> c = {0.5, -1.5};
+  b.Identity(b.Add(b.Sum(b.Mul(rw, b.Const(Tensor::Vector<double>(c)))), b.Sum(ru)), "loss");
+  Graph g = *b.Build();
+  auto grads = AddGradients(g, {"loss"}, {b.Name(rw), b.Name(ru)});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  AdamOptions o;
+  auto step = AddAdamStep(g, {"w", "u"}, *grads, o);
+  ASSERT_TRUE(step.ok()) << step.status();
+  auto step2 = AddAdamStep(g, {"w"}, {(*grads)[0]}, o);
+  ASSERT_TRUE(step2.ok()) << step2.status();
+  EXPECT_EQ(AddAdamStep(g, {"w", "w"}, {(*grads)[0], (*grads)[0]}, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto s = Session::Create(g);
+  ASSERT_TRUE(s.ok()) << s.status();
+  // A run fires the whole main graph, so each run takes both steps.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*s)->Run({}, {}, {*step, *step2}).ok());
+  auto read = [&](const std::string& name) {
+    absl::StatusOr<Tensor> t = (*s)->ReadVariable(name);
+    EXPECT_TRUE(t.ok()) << name << ": " << t.status();
+    return t.ok() ? Values(*t) : std::vector<double>{};
+  };
+  // After t steps with a constant gradient g: m = (1 - b1^t) g, v = (1 - b2^t) g^2.
+  auto expect = [&](const std::string& name, std::vector<double> want) {
+    std::vector<double> got = read(name);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << name << "[" << i << "]";
+  };
+  const double m3 = 1 - std::pow(o.beta1, 3), v3 = 1 - std::pow(o.beta2, 3);
+  expect("adam_t/w", {3});
+  expect("w/adam_m", {m3 * c[0], m3 * c[1]});
+  expect("w/adam_v", {v3 * c[0] * c[0], v3 * c[1] * c[1]});
+  expect("u/adam_m", {m3, m3, m3});
+  expect("u/adam_v", {v3, v3, v3});
+  expect("adam_t/w_1", {3});
+  expect("w/adam_m_1", {m3 * c[0], m3 * c[1]});
+  expect("w/adam_v_1", {v3 * c[0] * c[0], v3 * c[1] * c[1]});
+  EXPECT_FALSE((*s)->ReadVariable("adam_t/u").ok());  // one counter per step, named after its first variable
+}
+
 // Gradient descent through recursion: find w with exp(w, 5) = 2.
 TEST(Training, SgdThroughRecursiveFunction) {
   GraphBuilder b;
