@@ -29,7 +29,8 @@
 // both parts the same label, so an invocation's forward values wait in its
 // frame for that invocation's backward ops: nothing is recomputed, no stacks.
 // Split sites need ExecutionMode::kStatic (the dynamic baseline's Invoke
-// instantiates whole calls).
+// instantiates whole calls): in ExecutionMode::kDynamic, Session::Create
+// rejects a graph with them (UNIMPLEMENTED, naming the Invoke).
 //
 // While loops on the gradient path become tail-recursive functions first,
 //   while (c(v)) v = b(v)   =>   L(v, inv) = c(v) ? L(b(v), inv) : v,
@@ -54,7 +55,11 @@
 // than P), scattered once by the outermost caller (IndexedRowsSum) or, for
 // a variable, straight into its gathered rows by AddSgdStep.
 //
-// Integer and bool values get no gradient.
+// Integer and bool values get no gradient. Neither do the inputs of ops whose
+// derivative is zero wherever it exists: Sign (piecewise constant),
+// ZerosLike and OnesLike (they read only the shape), and comparisons (bool
+// results); so a program may start a loop accumulator at ZerosLike(x). An x
+// reached only through them gets zeros.
 #ifndef TDF_AUTODIFF_H_
 #define TDF_AUTODIFF_H_
 
@@ -72,7 +77,8 @@ namespace tdf {
 // are Placeholders or Variable Reads. grad_ys, when given, names one upstream
 // gradient per y; otherwise each y is seeded with ones. An x that no y
 // depends on gets zeros. Fails (graph unchanged in meaning but possibly with
-// extra nodes) on an op without a gradient, naming the node.
+// extra nodes) on an op without a gradient, naming the node; INVALID_ARGUMENT
+// on a port past a node's outputs.
 absl::StatusOr<std::vector<std::string>> AddGradients(Graph& graph, const std::vector<std::string>& ys,
                                                       const std::vector<std::string>& xs,
                                                       const std::vector<std::string>& grad_ys = {});
@@ -84,8 +90,11 @@ std::vector<std::string> DifferentiableOps();
 // One optimizer step as graph ops built from AssignAdd/Assign (each atomic).
 // `variables` name Variable nodes of the main graph, `gradients` one gradient
 // output per variable (e.g. from AddGradients of the loss w.r.t. Reads of the
-// variables). Returns the name of a NoOp that depends on every update: run it
-// as a target (or fetch the loss with it) to take a step.
+// variables). Returns the name of a NoOp that depends on every update. Runs
+// are not pruned to their fetches and targets, so EVERY run of a session on
+// the graph takes a step, whatever it fetches; naming the NoOp as a target
+// only checks that it ran. To evaluate without training, run a session on the
+// graph as it was before the step was added.
 //
 //   SGD:  v -= lr * g
 // A gradient that is a Gather's (AddGradients gives a GatherGrad node, axis
@@ -106,8 +115,15 @@ struct AdamOptions {
 };
 //   Adam (Kingma & Ba): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; t += 1;
 //   var -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps).
-// Adds the slot variables "<var>/adam_m", "<var>/adam_v" and one step counter
-// "adam_t/<first var>" (zero-initialized, same dtype as the variable).
+// Adds, as Variable nodes of the main graph (zero-initialized, found by
+// Session::ReadVariable / AssignVariable under these names, e.g. to
+// checkpoint them), the slots "<var>/adam_m" and "<var>/adam_v" of each
+// variable (its shape and dtype) and one step counter "adam_t/<first var>"
+// (a scalar of the first variable's dtype) per call. Each call adds its own
+// counter and slots: when any of these names is already taken (a second
+// AddAdamStep on the same variable), all of this call's get the suffix
+// "_1" ("w/adam_m_1", "w/adam_v_1", "adam_t/w_1"), else "_2", and so on: the
+// smallest that frees them all. A variable listed twice is an error.
 absl::StatusOr<std::string> AddAdamStep(Graph& graph, const std::vector<std::string>& variables,
                                         const std::vector<std::string>& gradients, const AdamOptions& options);
 

@@ -4,7 +4,7 @@
 // many times, possibly from several threads at once. Variables persist across
 // runs.
 //
-//   tdf::Graph graph = tdf::reference::FibProgram();
+//   tdf::Graph graph = tdf::reference::Fib();  // tdf/reference_programs.h
 //   absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(graph);
 //   tdf::RunStats stats;
 //   absl::StatusOr<std::vector<tdf::Tensor>> out =
@@ -57,7 +57,12 @@ class ExecutionObserver {
 
 struct SessionOptions {
   ExecutionMode mode = ExecutionMode::kStatic;
-  int num_workers = 1;                 // threads of the run's task arena
+  // Threads of the run's task arena, 1 to kMaxWorkers (Session::Create
+  // rejects others). oneTBB runs at most its max_allowed_parallelism of them
+  // (the machine's concurrency unless a tbb::global_control raises it; it
+  // warns once when asked for more): RunStats::num_workers says how many.
+  int num_workers = 1;
+  static constexpr int kMaxWorkers = 256;
   int default_parallel_iterations = 10; // for Enter nodes without the attr
   int64_t max_live_frames = 10'000'000; // a run exceeding it fails (ResourceExhausted)
   // With several workers, each one publishes the frames it creates and
@@ -68,7 +73,9 @@ struct SessionOptions {
   // counted as it is created and freed, exactly, at that cost.
   bool exact_live_frames = false;
   int64_t max_tag_depth = 2'000'000;    // nesting of calls and loops
-  absl::Duration deadline = absl::InfiniteDuration();  // per run
+  // Per run: a run still going once it has passed fails (DEADLINE_EXCEEDED).
+  // Zero or negative: every run fails so, before it starts.
+  absl::Duration deadline = absl::InfiniteDuration();
   bool collect_node_stats = false;      // per-node firing counts in RunStats
   // In function bodies, a Cond branch that is not taken is skipped as a whole:
   // the ops after it receive its dead tokens directly, and the branch's own
@@ -128,6 +135,8 @@ struct RunStats {
   // several of their nodes feed); the rest used no lock-prefixed counters.
   int64_t shared_frames = 0;
   absl::Duration elapsed;
+  // Threads the run could use: SessionOptions::num_workers, capped at
+  // oneTBB's max_allowed_parallelism.
   int num_workers = 0;
 };
 
@@ -148,6 +157,8 @@ class Session {
   // it takes `graph`'s nodes instead of copying them (a 10^6-node graph is
   // 250 MB), and leaves `graph` empty: untouched if it fails validation,
   // empty once the session is created or a later step fails.
+  // ExecutionMode::kDynamic rejects split call sites (UNIMPLEMENTED): the
+  // paired forward and backward calls that AddGradients makes.
   static absl::StatusOr<std::unique_ptr<Session>> Create(const Graph& graph, SessionOptions options = {});
   static absl::StatusOr<std::unique_ptr<Session>> Create(Graph&& graph, SessionOptions options = {});
   ~Session();
@@ -155,7 +166,16 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Feeds placeholders, fires the graph, returns the fetched tensors in order.
-  // `fetches` are "node" or "node:port"; `targets` are nodes that must run.
+  // `fetches` ("node" or "node:port") and `targets` (nodes that must run)
+  // name nodes of the main graph. Nodes inside a While loop's body or a
+  // function's body cannot be fetched (NOT_FOUND): fetch what leaves them
+  // (the loop's results, the call's results). A fetch in a Cond
+  // branch that did not run fails the run (FAILED_PRECONDITION: dead output).
+  // A main-graph Invoke (GraphBuilder::Call) is fetched as its call's
+  // results, in either mode: "call" or "call:r" is result r; as a target,
+  // the call must have run. Each Placeholder is fed once (a name given twice is
+  // INVALID_ARGUMENT). A run whose `cancel` is already cancelled returns
+  // CANCELLED without running.
   // Thread-safe: several runs may be in flight at once.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& fetches,

@@ -23,6 +23,11 @@ int32_t ExecutableGraph::FindMainNode(absl::string_view name) const {
   return id >= 0 && nodes[id].block == 0 ? id : -1;
 }
 
+const std::vector<int32_t>* ExecutableGraph::FindInvokeResults(absl::string_view name) const {
+  auto it = invoke_results.find(name);
+  return it == invoke_results.end() ? nullptr : &it->second;
+}
+
 namespace {
 
 NodeKind KindOf(const NodeDef& def, OpKind op_kind) {
@@ -1412,6 +1417,26 @@ class Compiler {
   std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
 };
 
+// Dynamic mode: a part of a split call site (an Invoke with partial_args or
+// partial_results: AddGradients pairs the forward and backward calls of
+// f_ext this way) shares one invocation with its other parts, which the
+// dynamic baseline, instantiating a whole call per Invoke, cannot do.
+absl::Status CheckWholeCalls(const std::vector<NodeDef>& nodes) {
+  for (const NodeDef& def : nodes) {
+    if (def.op != "Invoke") continue;
+    for (absl::string_view attr : {"partial_args", "partial_results"}) {
+      if (def.FindAttr(attr) == nullptr) continue;
+      return NodeError(def, absl::StatusCode::kUnimplemented,
+                       absl::StrCat("calls '", def.GetString("function").value_or("?"),
+                                    "' as one part of a split call site (", attr,
+                                    "), as AddGradients pairs a call's forward and backward parts; "
+                                    "ExecutionMode::kDynamic does not support split call sites, use "
+                                    "ExecutionMode::kStatic"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionMode mode,
@@ -1420,11 +1445,13 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
   exe->graph = std::move(graph);
   exe->mode = mode;
   Compiler compiler(exe.get(), options);
+  if (mode == ExecutionMode::kDynamic) TDF_RETURN_IF_ERROR(CheckWholeCalls(exe->graph.node));
   TDF_RETURN_IF_ERROR(compiler.AddUnit(exe->graph.node, ""));
   if (mode == ExecutionMode::kDynamic) {
     for (const auto& [name, fn] : exe->graph.library.functions()) {
       if (!fn.defined) continue;
-      absl::Status s = compiler.AddUnit(fn.node, name);
+      absl::Status s = CheckWholeCalls(fn.node);
+      if (s.ok()) s = compiler.AddUnit(fn.node, name);
       if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", name, "': ", s.message()));
     }
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/node_index.h"
@@ -328,6 +329,13 @@ struct ExecutableGraph {
   ExecutionMode mode = ExecutionMode::kStatic;
 
   int32_t FindMainNode(absl::string_view name) const;  // -1 if none
+  // Static mode: the main graph's Invokes, which the transformation replaced
+  // by Call and Return nodes, by name: the Return node of each output port.
+  // A fetch or target naming such an Invoke resolves to them, so that it
+  // gives the call's results as in dynamic mode.
+  absl::flat_hash_map<std::string, std::vector<int32_t>> invoke_results;
+  // The Return nodes of main-graph Invoke `name` (null if none).
+  const std::vector<int32_t>* FindInvokeResults(absl::string_view name) const;
   // Names of graph.node: feeds and fetches are resolved on every run, and a
   // scan is linear in the graph (chain(10^5): 9% of a run).
   NodeIndex main_index;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "oneapi/tbb/global_control.h"
 #include "oneapi/tbb/task_group.h"
 #include "cuda/device_backend.h"
 #include "runtime/frame.h"
@@ -590,6 +591,8 @@ class Worker {
   bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
   void RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0);
   void RecordFetch(const ExecNode& n, const Token* out);
+  // Dynamic mode: result `port` of a fetched Invoke of the root frame.
+  void RecordResult(const ExecNode& invoke, int32_t port, const Token& result);
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
   int DeliverEdges(Frame* t, const OutEdge* begin, const OutEdge* end, Token* outs, bool dead);
   void PropagateLocal(Frame* f, const ExecNode& n, Token* outs, bool dead);
@@ -1796,6 +1799,7 @@ void Worker::FireInvoke(Frame* f, const ExecNode& n, bool dead) {
 void Worker::FireRetval(Frame* f, const ExecNode& n, Token* outs, bool dead) {
   Frame* parent = f->parent;
   const ExecNode& invoke = exe_->nodes[f->caller_node];
+  if (parent == run_->root && run_->root_watch[invoke.index]) RecordResult(invoke, Info(n).io_index, outs[0]);
   int ready = 0;
   for (const OutEdge& e : invoke.out()) {
     if (e.src_port != Info(n).io_index) continue;
@@ -2185,9 +2189,10 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
   if (dead) {
     for (int32_t i = 0; i < num_out_tokens; ++i) out[i].set_dead(true);
   }
-  // Inputs are consumed: release tensor buffers now, not at frame exit.
+  // Inputs are consumed: release tensor buffers now, not at frame exit. An
+  // Invoke's are its arguments: FireInvoke moves them into the callee's frame.
   for (int32_t i = 0; i < n.num_inputs; ++i) {
-    if (!slots[i].value.is_inline_scalar()) slots[i].value = Tensor();
+    if (!slots[i].value.is_inline_scalar() && n.kind != NodeKind::kInvoke) slots[i].value = Tensor();
   }
 
   if (dead) {
@@ -2276,6 +2281,9 @@ void Worker::RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::s
 
 void Worker::RecordFetch(const ExecNode& n, const Token* out) {
   run_->fired_in_root[n.index] = 1;
+  // A live Invoke's outputs are its call's results, which its Retvals
+  // deliver later (RecordResult); when it fires they are not there yet.
+  if (n.kind == NodeKind::kInvoke && !out[0].dead()) return;
   auto first = run_->fetch_first.find(n.id);
   if (first == run_->fetch_first.end()) return;  // a target
   for (int32_t k = first->second; k >= 0; k = run_->fetch_next[k]) {
@@ -2284,6 +2292,17 @@ void Worker::RecordFetch(const ExecNode& n, const Token* out) {
       run_->fetched[k] = out[t.port].value;
       run_->fetched_set[k] = 1;
     }
+  }
+}
+
+void Worker::RecordResult(const ExecNode& invoke, int32_t port, const Token& result) {
+  auto first = run_->fetch_first.find(invoke.id);
+  if (first == run_->fetch_first.end()) return;  // a target
+  for (int32_t k = first->second; k >= 0; k = run_->fetch_next[k]) {
+    const FetchTarget& t = run_->fetches[k];
+    if (t.port != port || result.dead()) continue;
+    run_->fetched[k] = result.value;
+    run_->fetched_set[k] = 1;
   }
 }
 
@@ -2533,6 +2552,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (value.dtype() != *want)
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is ", DTypeName(value.dtype()),
                                                      "; node '", name, "' (Placeholder) wants ", DTypeName(*want)));
+    if (fed[Info(n).io_index])
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is given twice"));
     run.feeds[Info(n).io_index] = value;
     fed[Info(n).io_index] = 1;
   }
@@ -2547,12 +2568,22 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     absl::StatusOr<InputRef> ref = InputRef::Parse(fetch);
     if (!ref.ok() || ref->is_control) return absl::InvalidArgumentError(absl::StrCat("malformed fetch '", fetch, "'"));
     int32_t id = exe_->FindMainNode(ref->node);
-    if (id < 0)
-      return absl::NotFoundError(absl::StrCat("fetch '", fetch, "': no node '", ref->node, "' in the main graph"));
-    if (ref->port >= exe_->nodes[id].num_outputs)
+    int32_t port = ref->port;
+    if (id < 0) {
+      // Static mode: an Invoke's output r is its Return r's.
+      const std::vector<int32_t>* returns = exe_->FindInvokeResults(ref->node);
+      if (returns == nullptr)
+        return absl::NotFoundError(absl::StrCat("fetch '", fetch, "': no node '", ref->node, "' in the main graph"));
+      if (port >= static_cast<int32_t>(returns->size()))
+        return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node '", ref->node, "' (Invoke) has ",
+                                                       returns->size(), " outputs"));
+      id = (*returns)[port];
+      port = 0;
+    } else if (port >= exe_->nodes[id].num_outputs) {
       return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node has ", exe_->nodes[id].num_outputs,
                                                      " outputs"));
-    run.fetches.push_back({id, ref->port});
+    }
+    run.fetches.push_back({id, port});
     auto [first, inserted] = run.fetch_first.try_emplace(id, -1);
     run.fetch_next.push_back(first->second);
     first->second = static_cast<int32_t>(run.fetches.size()) - 1;
@@ -2561,10 +2592,27 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   std::vector<int32_t> targets;
   for (const std::string& t : request.targets) {
     int32_t id = exe_->FindMainNode(t);
-    if (id < 0) return absl::NotFoundError(absl::StrCat("target '", t, "': no node of that name in the main graph"));
+    if (id < 0) {
+      // Static mode: an Invoke has run when each of its Returns has.
+      const std::vector<int32_t>* returns = exe_->FindInvokeResults(t);
+      if (returns == nullptr)
+        return absl::NotFoundError(absl::StrCat("target '", t, "': no node of that name in the main graph"));
+      for (int32_t r : *returns) {
+        targets.push_back(r);
+        run.root_watch[exe_->nodes[r].index] = 1;
+      }
+      continue;
+    }
     targets.push_back(id);
     run.root_watch[exe_->nodes[id].index] = 1;
   }
+  // Limits already passed end the run before it starts (a periodic check
+  // comes only every few thousand firings: a short run would finish first).
+  if (options_.deadline <= absl::ZeroDuration())
+    return absl::DeadlineExceededError(
+        absl::StrCat("run exceeded its deadline: SessionOptions::deadline is ", absl::FormatDuration(options_.deadline)));
+  if (request.cancel != nullptr && request.cancel->cancelled())
+    return absl::CancelledError("run cancelled before it started");
   run.fetched.resize(run.fetches.size());
   run.fetched_set.assign(run.fetches.size(), 0);
   run.fired_in_root.assign(main_nodes, 0);
@@ -2695,7 +2743,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     s.offers = run.offers_made.load();
     s.shared_frames = run.shared_frames.load();
     s.elapsed = absl::FromChrono(std::chrono::steady_clock::now() - run.start);
-    s.num_workers = run.num_workers;
+    // oneTBB runs no more threads than max_allowed_parallelism (the
+    // machine's concurrency unless a tbb::global_control raises it),
+    // whatever the arena asks for.
+    s.num_workers = static_cast<int>(std::min<size_t>(
+        run.num_workers, tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
     *stats = std::move(s);
   }
   if (trace != nullptr) {

@@ -1,6 +1,10 @@
 #include "tdf/session.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/sync.h"
 
@@ -22,6 +26,39 @@ class Session::Impl {
   std::unique_ptr<runtime::Executor> executor;
 };
 
+namespace {
+
+// Static mode: the names of the Return nodes that StaticizeRecursion emits
+// for each main-graph Invoke (EmitInvoke): "<site>/return_<r>" per result r
+// the Invoke receives, the site being the Invoke itself or, for a part of a
+// split site (site_group), the site's first part. Called on a graph the
+// transformation accepted.
+std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(const Graph& graph) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  std::map<std::pair<std::string, std::string>, std::string> group_site;  // (callee, site_group) -> site
+  for (const NodeDef& n : graph.node) {
+    if (n.op != "Invoke") continue;
+    const std::string fname = n.GetString("function").value_or("");
+    const FunctionDef* f = graph.library.Find(fname);
+    if (f == nullptr) continue;
+    std::string site = n.name;
+    if (const std::string group = n.GetString("site_group").value_or(""); !group.empty())
+      site = group_site.try_emplace({fname, group}, n.name).first->second;
+    std::vector<int64_t> results;
+    if (n.FindAttr("partial_results") != nullptr) {
+      results = n.GetIntList("partial_results").value_or(std::vector<int64_t>{});
+    } else {
+      for (size_t r = 0; r < f->signature.outputs.size(); ++r) results.push_back(static_cast<int64_t>(r));
+    }
+    std::vector<std::string> returns;
+    for (int64_t r : results) returns.push_back(absl::StrCat(site, "/return_", r));
+    out.emplace_back(n.name, std::move(returns));
+  }
+  return out;
+}
+
+}  // namespace
+
 Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
     : options_(std::move(options)), impl_(std::move(impl)) {}
 
@@ -37,8 +74,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph&& graph, SessionO
 
 absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph, Graph* owned,
                                                              SessionOptions options) {
-  if (options.num_workers < 1)
-    return absl::InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  if (options.num_workers < 1 || options.num_workers > SessionOptions::kMaxWorkers)
+    return absl::InvalidArgumentError(absl::StrCat("num_workers must be in [1, ", SessionOptions::kMaxWorkers,
+                                                   "], got ", options.num_workers));
   TDF_RETURN_IF_ERROR(Validate(graph));
   auto impl = std::make_unique<Impl>();
   // A copy only where nothing else makes one: a 10^6-node graph is 250 MB.
@@ -48,8 +86,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   const bool calls = std::any_of(graph.node.begin(), graph.node.end(),
                                  [](const NodeDef& n) { return n.op == "Invoke"; });
   Graph executable;
+  std::vector<std::pair<std::string, std::vector<std::string>>> invoke_returns;
   if (options.mode == ExecutionMode::kStatic && calls) {
     TDF_ASSIGN_OR_RETURN(executable, StaticizeRecursion(graph));
+    invoke_returns = MainInvokeReturns(graph);
     if (owned != nullptr) *owned = Graph();
   } else if (owned != nullptr) {
     executable = std::move(*owned);
@@ -77,6 +117,20 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
     TDF_RETURN_IF_ERROR(PlaceDevices(executable, po));
   }
   TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(std::move(executable), options.mode, options));
+  for (auto& [invoke, returns] : invoke_returns) {
+    std::vector<int32_t> ids;
+    for (const std::string& name : returns) {
+      const int32_t id = impl->exe->main_index.Find(name);
+      if (id < 0 || impl->exe->nodes[id].kind != runtime::NodeKind::kReturn)
+        return absl::InternalError(absl::StrCat("node '", invoke, "' (Invoke): the transformed graph has no Return '",
+                                                name, "' for it"));
+      ids.push_back(id);
+    }
+    // An Invoke inside a loop cannot be fetched, as no node of a loop body
+    // can (dynamic mode: FindMainNode); its Returns are in the loop too.
+    if (ids.empty() || impl->exe->nodes[ids.front()].block != 0) continue;
+    impl->exe->invoke_results.emplace(invoke, std::move(ids));
+  }
   // Variables start from their initial value (or zeros of their shape).
   for (int32_t id : impl->exe->variables) {
     const NodeDef& def = *impl->exe->info[id].def;

@@ -313,6 +313,8 @@ class Staticizer {
     const FunctionInfo& info = functions_.at(fname);
     for (int r : site.results) {
       NodeDef ret;
+      // Session::Create resolves fetches of a main-graph Invoke to these
+      // names (session.cc, MainInvokeReturns): keep the two in step.
       ret.name = absl::StrCat(site.name, "/return_", r);
       ret.op = "Return";
       ret.input.push_back(absl::StrCat(fname, "/", info.retvals[r]->name));
