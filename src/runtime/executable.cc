@@ -1050,11 +1050,11 @@ class Compiler {
   }
 
   // Call sites whose invocation's results are all the caller's own results,
-  // unchanged and of the same index (NodeInfo::tail_site): every node of the
-  // callee that delivers a result has, for the site's label, one
-  // OutEdge::kReturnTail edge, and the Merges it skips lead to the caller's
-  // result of that index. The caller may then hand the invocation over to
-  // its own caller (Frame::tail_child).
+  // unchanged and of the same index (ExecBlock::tail_child_slots): every
+  // node of the callee that delivers a result has, for the site's label,
+  // one OutEdge::kReturnTail edge, and the Merges it skips lead to the
+  // caller's result of that index. The caller may then hand the invocation
+  // over to its own caller (Worker::HandOverTailChild).
   void MarkTailSites() {
     if (exe_->mode != ExecutionMode::kStatic) return;
     std::vector<NodeBuild>& nodes = nodes_;
@@ -1072,7 +1072,7 @@ class Compiler {
     }
     for (NodeBuild& c : nodes) {
       if (c.kind != NodeKind::kCall || Info(c).split_site || Info(c).target_block < 0) continue;
-      const ExecBlock& caller = exe_->blocks[c.block];
+      ExecBlock& caller = exe_->blocks[c.block];
       const ExecBlock& callee = exe_->blocks[Info(c).target_block];
       if (caller.kind != ExecBlock::Kind::kFunction || callee.kind != ExecBlock::Kind::kFunction) continue;
       const int32_t label = Info(c).label;
@@ -1092,6 +1092,9 @@ class Compiler {
         if (!tail) break;
       }
       Info(c).tail_site = tail;
+      std::vector<int32_t>& slots = caller.tail_child_slots;
+      if (tail && std::find(slots.begin(), slots.end(), Info(c).child_slot) == slots.end())
+        slots.push_back(Info(c).child_slot);
     }
   }
 

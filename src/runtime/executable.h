@@ -191,6 +191,8 @@ struct alignas(64) NodeInfo {
   int32_t target_block = -1;
   int32_t label = -1;
   int32_t site_num_calls = 1;        // Call: the Call nodes of this site
+  // Call: its child slot is one of the block's tail_child_slots.
+  bool tail_site = false;
   int32_t num_call_edges = 0;        // Call: out edges [0, this) enter the callee
   bool is_constant_enter = false;
   int32_t parallel_iterations = 10;
@@ -248,13 +250,6 @@ struct alignas(64) NodeInfo {
   // A node with Return edges (return_edges_by_label): the index of the
   // function result it delivers (the Returns' result_index).
   int32_t result_index = -1;
-  // Call (static mode, SessionOptions::release_tail_callers): every result
-  // of the callee goes to this site along one OutEdge::kReturnTail edge
-  // whose Merges pass it on to the caller's result of the same index. The
-  // callee's results are then the caller's: once the caller has nothing
-  // else to do, the callee returns to the caller's caller in its place
-  // (Frame::tail_child).
-  bool tail_site = false;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one
@@ -304,6 +299,13 @@ struct ExecBlock {
   int32_t num_invariants = 0;  // constant Enters
   std::vector<int32_t> exits;
   int32_t parallel_iterations = 10;
+  // Static mode, SessionOptions::release_tail_callers: the child slots of
+  // the call sites whose callee's results all go, along one
+  // OutEdge::kReturnTail edge each, to this function's result of the same
+  // index. The callee's results are then the caller's: once nothing but
+  // the callee holds the caller's frame, the callee returns to the
+  // caller's caller in its place (Frame::may_have_tail_child).
+  std::vector<int32_t> tail_child_slots;
   // Static mode functions: per result index, a node that delivers it
   // (its Returns for every label), or -1. A frame handed over to its
   // caller's caller delivers through these (Frame::return_block).

@@ -172,9 +172,9 @@ Frame* AllocateFrame(const ExecBlock& block) {
   f->depth = 0;
   f->caller_node = -1;
   f->next_iteration.store(nullptr, std::memory_order_relaxed);
-  f->tail_child.store(nullptr, std::memory_order_relaxed);
   f->refs.store(0, std::memory_order_relaxed);
   f->shared.store(false, std::memory_order_relaxed);
+  f->may_have_tail_child.store(false, std::memory_order_relaxed);
   f->atomic_counts.store(false, std::memory_order_relaxed);
   f->pending_ptr = reinterpret_cast<std::atomic<int32_t>*>(reinterpret_cast<char*>(f) + block.pending_offset);
   f->slots_ptr = reinterpret_cast<Token*>(reinterpret_cast<char*>(f) + block.slots_offset);
@@ -475,7 +475,7 @@ std::string TagString(const Frame* f, size_t max_labels = SIZE_MAX) {
       continue;
     }
     if (f->kind == Frame::Kind::kInvocation) {
-      // Calls passed over by a hand-over (Frame::tail_child): their labels
+      // Calls passed over by hand-overs (Worker::HandOverTailChild): their labels
       // are gone, their number is not.
       const int32_t passed_over = f->parent != nullptr ? f->depth - f->parent->depth - 1 : 0;
       if (passed_over > 0) labels.push_back(absl::StrCat("+", passed_over, " tail calls"));
@@ -531,7 +531,8 @@ class Worker {
       stack_.push_back({f, node});
     }
   }
-  void Release(Frame* f, int64_t delta);
+  // Inlined at every call: a firing ends in one, and most only decrement.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Release(Frame* f, int64_t delta);
   // Plain loads and stores suffice for `f`'s counters: no other worker runs,
   // or none can reach `f` (Frame::shared).
   const NodeInfo& Info(const ExecNode& n) const { return exe_->info[n.id]; }
@@ -655,21 +656,14 @@ class Worker {
   // A finished invocation's frame: kept for the next invocation of its
   // block on this worker, or freed.
   void RecycleFrame(Frame* f);
-  // A finished static-mode invocation leaves its caller: the caller's child
-  // slot says done, and it is no longer the caller's tail child.
-  void DetachFromParent(Frame* f) {
-    Frame* parent = f->parent;
-    parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
-    if (parent->tail_child.load(std::memory_order_relaxed) == f)
-      parent->tail_child.store(nullptr, std::memory_order_relaxed);
-  }
-  // `f`'s references just dropped to one: when that is its tail child's,
-  // the child takes f's place (HandOverTailChild).
+  // `f`'s references just dropped to one: when that is the invocation of
+  // one of its tail sites, the invocation takes f's place (HandOverTailChild).
+  // Only the flag is tested inline: Release must stay small enough to inline.
   void MaybeHandOverTailChild(Frame* f) {
-    if (f->tail_child.load(std::memory_order_relaxed) != nullptr && !f->shared.load(std::memory_order_relaxed))
-      HandOverTailChild(f);
+    if (f->may_have_tail_child.load(std::memory_order_relaxed)) MaybeHandOverTailChildSlow(f);
   }
-  void HandOverTailChild(Frame* f);
+  ABSL_ATTRIBUTE_NOINLINE void MaybeHandOverTailChildSlow(Frame* f);
+  void HandOverTailChild(Frame* f, Frame* child);
   // The node that delivers result node `n`'s result for handed-over frame `f`.
   const ExecNode& ResultStandIn(const Frame* f, const ExecNode& n) const {
     return exe_->nodes[exe_->blocks[f->return_block].result_nodes[Info(n).result_index]];
@@ -823,8 +817,8 @@ Frame* Worker::NewFrame(const ExecBlock& block, Frame::Kind kind, Frame* parent,
     f->return_block = -1;
     f->label = -1;
     f->slot_in_parent = -1;
-    f->tail_child.store(nullptr, std::memory_order_relaxed);
     f->refs.store(0, std::memory_order_relaxed);
+    f->may_have_tail_child.store(false, std::memory_order_relaxed);
     f->holds_tensors.store(false, std::memory_order_relaxed);
     f->shared.store(false, std::memory_order_relaxed);
     f->atomic_counts.store(false, std::memory_order_relaxed);
@@ -923,7 +917,7 @@ void Worker::Share(Frame* f) {
   }
 }
 
-void Worker::Release(Frame* f, int64_t delta) {
+inline void Worker::Release(Frame* f, int64_t delta) {
   if (delta == 0) return;
   const int64_t left = FetchAdd(f->refs, delta, Alone(f)) + delta;
   if (left == 0) {
@@ -933,23 +927,36 @@ void Worker::Release(Frame* f, int64_t delta) {
   }
 }
 
-// `f` has nothing left to do but wait for its tail child (its one reference
-// is the child's): the child takes f's place under f's caller, delivering
-// f's results there itself (Frame::return_block), and f is reclaimed now,
-// not when the child returns. Only while f is private: then no other worker
-// can reach f or its child (shared frames have shared ancestors), and no
-// Call of f's site is still to reach f's slot in the caller (f's external
-// reference is gone). f's reference on the caller becomes the child's.
-void Worker::HandOverTailChild(Frame* f) {
-  Frame* child = f->tail_child.load(std::memory_order_relaxed);
+// `f` is private and holds one reference: when a tail site's invocation is
+// live, that reference is the invocation's, and nothing else can reach f.
+void Worker::MaybeHandOverTailChildSlow(Frame* f) {
+  if (f->shared.load(std::memory_order_relaxed)) return;
+  for (int32_t slot : f->block->tail_child_slots) {
+    void* child = f->children()[slot].child.load(std::memory_order_relaxed);
+    if (child != nullptr && child != kChildDone) {
+      HandOverTailChild(f, static_cast<Frame*>(child));
+      return;
+    }
+  }
+  f->may_have_tail_child.store(false, std::memory_order_relaxed);  // every one has returned
+}
+
+// `f` has nothing left to do but wait for `child`, the invocation of one of
+// its tail sites, whose results are f's: the child takes f's place under
+// f's caller (f's slot there, f's label, f's results: Frame::return_block)
+// and f is reclaimed now, not when the child returns. Only while f is
+// private: then no other worker can reach f or the child (shared frames
+// have shared ancestors), and no Call of f's site is still to reach f's
+// slot in the caller (f's external reference is gone). f's reference on
+// the caller becomes the child's; the child's on f goes with f.
+void Worker::HandOverTailChild(Frame* f, Frame* child) {
   Frame* up = f->parent;
   child->parent = up;
   child->slot_in_parent = f->slot_in_parent;
   child->label = f->label;
   child->return_block = f->return_block >= 0 ? f->return_block : f->block->id;
+  // When f is a tail site's invocation of `up`, so is the child now.
   up->children()[f->slot_in_parent].child.store(child, std::memory_order_release);
-  if (up->tail_child.load(std::memory_order_relaxed) == f) up->tail_child.store(child, std::memory_order_relaxed);
-  f->tail_child.store(nullptr, std::memory_order_relaxed);
   if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
     KeepFrame(frame_cache_[f->block->id], f);
   } else {
@@ -966,7 +973,7 @@ void Worker::FrameDone(Frame* f) {
   // they finish with it, without FrameDoneAll's work list.
   while (f->kind == Frame::Kind::kInvocation && f->instance == nullptr) {
     Frame* parent = f->parent;
-    DetachFromParent(f);
+    parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
     if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
       // RecycleFrame with nothing to release: a static-mode invocation never
       // writes its argument tokens (FireInvoke does, in dynamic mode).
@@ -1008,7 +1015,7 @@ void Worker::FrameDoneAll(Frame* first) {
             }
           }
         }
-        DetachFromParent(f);
+        parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
         RecycleFrame(f);
         AddLive(-1);
         const int64_t left = FetchAdd(parent->refs, ready - 1, Alone(parent)) + ready - 1;
@@ -1504,9 +1511,7 @@ void Worker::FireCall(Frame* f, const ExecNode& n, Token* outs, bool dead, int s
       }
       if (fresh != nullptr) {
         FetchAdd(f->refs, 1, Alone(f));  // the invocation is a child of f
-        if (info.tail_site && !f->shared.load(std::memory_order_relaxed) &&
-            f->tail_child.load(std::memory_order_relaxed) == nullptr)
-          f->tail_child.store(fresh, std::memory_order_relaxed);
+        if (info.tail_site) f->may_have_tail_child.store(true, std::memory_order_relaxed);
         for (int32_t src : block.sources) Push(fresh, src);
         for (const auto& [merge, slot] : info.missing_arg_merges()) child_ready += DeliverDead(fresh, merge, slot);
       }

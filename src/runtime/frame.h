@@ -74,10 +74,10 @@ constexpr uint32_t kSiteClosedDead = uint32_t{1} << 31;
 struct Frame {
   enum class Kind : uint8_t { kRoot, kInvocation, kIteration };
   Kind kind;
-  // Invocations handed over to their caller's caller (see tail_child): the
-  // function block whose results this frame's results stand for, result i
-  // for result i; its result nodes' Returns for `label` lead into `parent`.
-  // -1: the frame's own function (every frame that was not handed over).
+  // An invocation handed over to its caller's caller (see may_have_tail_child):
+  // the function block whose results this frame's results stand for,
+  // result i for result i; its result nodes' Returns for `label` lead into
+  // `parent`. -1: the frame's own function (a frame not handed over).
   int32_t return_block;
   const ExecBlock* block;
   Frame* parent;           // caller (invocation), enclosing frame (iteration), null (root)
@@ -90,14 +90,6 @@ struct Frame {
   int32_t depth;           // tag length
   int32_t caller_node;     // dynamic mode: the Invoke node in the parent
   std::atomic<Frame*> next_iteration;  // iterations: k+1 once created
-  // Invocations (SessionOptions::release_tail_callers): the live invocation
-  // this frame created at a tail site, whose results are this frame's
-  // results unchanged (NodeInfo::tail_site). When nothing else holds the
-  // frame (refs == 1, that child's reference) and it is private, the child
-  // is handed over to this frame's caller and this frame is reclaimed
-  // (Worker::HandOverTailChild): a tail recursion holds one frame, not one
-  // per call. Null when there is none.
-  std::atomic<Frame*> tail_child;
   std::atomic<int64_t> refs;
   // Some slot may hold a tensor buffer (FreeFrame must release it). Set by
   // any worker that delivers one; read when the frame is freed.
@@ -113,6 +105,12 @@ struct Frame {
   // frame is shared, or it is a loop iteration (kept conservative: loops
   // synchronise through their LoopState anyway).
   std::atomic<bool> atomic_counts;
+  // An invocation of one of the block's tail sites (ExecBlock::
+  // tail_child_slots) was created and may still run: once nothing but it
+  // holds this frame, it takes the frame's place under its caller and the
+  // frame is reclaimed (Worker::HandOverTailChild). Cleared when a look
+  // finds none live, so that frames without one skip the look.
+  std::atomic<bool> may_have_tail_child;
   // Cached addresses of the trailing arrays (hot path: one load, not two).
   std::atomic<int32_t>* pending_ptr;
   Token* slots_ptr;
