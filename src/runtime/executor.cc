@@ -656,6 +656,17 @@ class Worker {
   // A finished invocation's frame: kept for the next invocation of its
   // block on this worker, or freed.
   void RecycleFrame(Frame* f);
+  // A finished static-mode invocation's frame leaves the run's live count.
+  void RecycleInvocation(Frame* f) {
+    if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
+      // RecycleFrame with nothing to release: a static-mode invocation never
+      // writes its argument tokens (FireInvoke does, in dynamic mode).
+      KeepFrame(frame_cache_[f->block->id], f);
+    } else {
+      RecycleFrame(f);
+    }
+    AddLive(-1);
+  }
   // `f`'s references just dropped to one: when that is the invocation of
   // one of its tail sites, the invocation takes f's place (HandOverTailChild).
   // Only the flag is tested inline: Release must stay small enough to inline.
@@ -957,12 +968,7 @@ void Worker::HandOverTailChild(Frame* f, Frame* child) {
   child->return_block = f->return_block >= 0 ? f->return_block : f->block->id;
   // When f is a tail site's invocation of `up`, so is the child now.
   up->children()[f->slot_in_parent].child.store(child, std::memory_order_release);
-  if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
-    KeepFrame(frame_cache_[f->block->id], f);
-  } else {
-    RecycleFrame(f);
-  }
-  AddLive(-1);
+  RecycleInvocation(f);
   ++tail_callers_released_;
 }
 
@@ -974,14 +980,7 @@ void Worker::FrameDone(Frame* f) {
   while (f->kind == Frame::Kind::kInvocation && f->instance == nullptr) {
     Frame* parent = f->parent;
     parent->children()[f->slot_in_parent].child.store(kChildDone, std::memory_order_release);
-    if (!f->holds_tensors.load(std::memory_order_relaxed) && !f->block->image.empty()) {
-      // RecycleFrame with nothing to release: a static-mode invocation never
-      // writes its argument tokens (FireInvoke does, in dynamic mode).
-      KeepFrame(frame_cache_[f->block->id], f);
-    } else {
-      RecycleFrame(f);
-    }
-    AddLive(-1);
+    RecycleInvocation(f);
     const int64_t prev = FetchAdd(parent->refs, -1, Alone(parent));
     if (prev != 1) {
       if (prev == 2) MaybeHandOverTailChild(parent);
