@@ -16,6 +16,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "proto/graph.pb.h"  // generated from proto/graph.proto into the build dir
 #include "tdf/status.h"
@@ -562,8 +563,17 @@ absl::StatusOr<std::string> SerializeGraph(const Graph& graph) {
 absl::StatusOr<Graph> ParseGraph(absl::string_view bytes) {
   TDF_RETURN_IF_ERROR(CheckInputSize(bytes.size()));
   pb::GraphDef p;
-  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return absl::InvalidArgumentError("malformed graph: not a valid binary GraphDef");
+  bool parsed = false;
+  {
+    // Protobuf logs a string field's invalid UTF-8 to stderr as it fails the
+    // parse; the Status says it instead, and a library's caller could neither
+    // catch nor silence the log line. (Thread-safe, unlike SetLogHandler.)
+    google::protobuf::LogSilencer quiet;
+    parsed = p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed)
+    return absl::InvalidArgumentError(
+        "malformed graph: not a valid binary GraphDef (or a name, op or string in it is not valid UTF-8)");
   return GraphFromProto(p);
 }
 
