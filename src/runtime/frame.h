@@ -3,7 +3,10 @@
 // body. A frame holds a slot for every input of every node of its block,
 // per-node pending counters and one child slot per call site / loop entered
 // from the block. A tag t/i is the chain frame -> parent -> ...; matching a
-// token is an index into the slots plus an atomic decrement.
+// token is an index into the slots plus an atomic decrement. A tail call's
+// invocation may outlive its caller: it then hangs from the caller's caller
+// and stands in for the released caller (Frame::return_block), its depth
+// still counting every call.
 //
 // Lifetime: `refs` counts everything that can still touch the frame: nodes
 // of the frame that are ready or running, live child frames, and arrivals
