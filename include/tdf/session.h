@@ -72,7 +72,12 @@ struct SessionOptions {
   // workers x 32 frames (exact with one worker). True: every frame is
   // counted as it is created and freed, exactly, at that cost.
   bool exact_live_frames = false;
-  int64_t max_tag_depth = 2'000'000;    // nesting of calls and loops
+  // Nesting of calls and loops: a run fails (ResourceExhausted) when it would
+  // create a frame deeper than this. Workers go depth first along the
+  // chain in hand, so a recursion that is too deep only on a branch not yet
+  // reached (fib(60) under a limit of 50: its n - 2 calls come first) may
+  // compute for a long time before it fails; set a deadline as well.
+  int64_t max_tag_depth = 2'000'000;
   // Per run: a run still going once it has passed fails (DEADLINE_EXCEEDED).
   // Zero or negative: every run fails so, before it starts.
   absl::Duration deadline = absl::InfiniteDuration();
