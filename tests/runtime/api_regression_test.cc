@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,20 @@ using ::testing::HasSubstr;
 
 const char* ModeName(ExecutionMode mode) { return mode == ExecutionMode::kStatic ? "static" : "dynamic"; }
 
+// Runs `body` on a session of `graph` in static and in dynamic mode, each
+// under a trace naming it: the fixes make both modes answer alike.
+void ForEachMode(const Graph& graph, int workers, const std::function<void(Session*)>& body) {
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    SCOPED_TRACE(ModeName(mode));
+    SessionOptions options;
+    options.mode = mode;
+    options.num_workers = workers;
+    auto s = MakeSession(graph, options);
+    ASSERT_NE(s, nullptr);
+    body(s.get());
+  }
+}
+
 // two(a, b) = (a + b, a - b); main: r = two(x, 1), "sum" = Identity(r[0]).
 struct TwoResults {
   Graph graph;
@@ -59,13 +74,7 @@ class InvokeFetchTest : public ::testing::TestWithParam<int> {};
 TEST_P(InvokeFetchTest, AnInvokesOutputsAreItsCallsResultsInBothModes) {
   const TwoResults two = BuildTwoResults();
   ASSERT_EQ(two.port1, two.invoke + ":1");
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(two.graph, options);
-    ASSERT_NE(s, nullptr);
+  ForEachMode(two.graph, GetParam(), [&](Session* s) {
     for (int rep = 0; rep < 3; ++rep) {
       RunStats stats;
       auto out = s->Run({{"x", I(10)}}, {two.invoke, two.port1, "sum", two.invoke + ":0", two.port1}, {}, &stats);
@@ -85,7 +94,7 @@ TEST_P(InvokeFetchTest, AnInvokesOutputsAreItsCallsResultsInBothModes) {
     auto bad = s->Run({{"x", I(1)}}, {two.invoke + ":2"});
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr("has 2 outputs"));
-  }
+  });
 }
 
 TEST_P(InvokeFetchTest, StaticModeResolvesInvokesUnderEveryExecutorVariant) {
@@ -115,17 +124,11 @@ TEST_P(InvokeFetchTest, ARecursiveCallsResultByItsInvoke) {
                   .ok());
   const std::string invoke = b.Name(b.Call("fact", {b.Placeholder("n", DType::kInt64)})[0]);
   const Graph g = Built(b);
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(g, options);
-    ASSERT_NE(s, nullptr);
+  ForEachMode(g, GetParam(), [&](Session* s) {
     auto out = s->Run({{"n", I(10)}}, {invoke});
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(out->at(0).scalar<int64_t>(), 3628800);
-  }
+  });
 }
 
 TEST_P(InvokeFetchTest, ATailRecursiveCallsResultsByItsInvoke) {
@@ -178,17 +181,11 @@ TEST_P(InvokeFetchTest, AnInvokeInsideALoopIsNotFoundInBothModes) {
                      {b.Const<int64_t>(0)});
   b.Identity(fin[0], "result");
   const Graph g = Built(b);
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(g, options);
-    ASSERT_NE(s, nullptr);
-    EXPECT_EQ(RunResult(s.get(), {{"n", I(5)}}).scalar<int64_t>(), 5);
+  ForEachMode(g, GetParam(), [&](Session* s) {
+    EXPECT_EQ(RunResult(s, {{"n", I(5)}}).scalar<int64_t>(), 5);
     auto out = s->Run({{"n", I(5)}}, {invoke});
     EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound) << out.status();
-  }
+  });
 }
 
 TEST_P(InvokeFetchTest, AnInvokeOfAnUntakenBranchFailsAlikeInBothModes) {
@@ -208,20 +205,14 @@ TEST_P(InvokeFetchTest, AnInvokeOfAnUntakenBranchFailsAlikeInBothModes) {
       [&] { return Outs{b.Identity(x)}; });
   b.Identity(r[0], "result");
   const Graph g = Built(b);
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(g, options);
-    ASSERT_NE(s, nullptr);
+  ForEachMode(g, GetParam(), [&](Session* s) {
     auto taken = s->Run({{"x", I(-3)}}, {invoke, "result"});
     ASSERT_TRUE(taken.ok()) << taken.status();
     EXPECT_EQ(taken->at(0).scalar<int64_t>(), -2);
     auto untaken = s->Run({{"x", I(3)}}, {invoke});
     EXPECT_EQ(untaken.status().code(), absl::StatusCode::kFailedPrecondition) << untaken.status();
     EXPECT_THAT(std::string(untaken.status().message()), HasSubstr("fired with a dead output"));
-  }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, InvokeFetchTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
@@ -245,13 +236,7 @@ TEST_P(TensorArgumentsTest, VectorsGoIntoAndOutOfCallsInBothModes) {
   b.Identity(scaled[1], "sum");
   b.Identity(b.Call("pick", {b.Placeholder("i", DType::kInt64), scaled[0]})[0], "picked");
   const Graph g = Built(b);
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(g, options);
-    ASSERT_NE(s, nullptr);
+  ForEachMode(g, GetParam(), [&](Session* s) {
     for (int rep = 0; rep < 3; ++rep) {
       RunStats stats;
       auto out = s->Run({{"v", Tensor::Vector<double>({1, 2, 3})}, {"i", I(2)}}, {"scaled", "sum", "picked"}, {},
@@ -264,7 +249,7 @@ TEST_P(TensorArgumentsTest, VectorsGoIntoAndOutOfCallsInBothModes) {
       EXPECT_EQ(out->at(2).scalar<double>(), 6.0);
       EXPECT_EQ(stats.live_frames_after_run, 0);
     }
-  }
+  });
 }
 
 TEST_P(TensorArgumentsTest, ARecursionOverAVectorArgument) {
@@ -284,17 +269,11 @@ TEST_P(TensorArgumentsTest, ARecursionOverAVectorArgument) {
   const Graph g = Built(b);
   std::vector<double> values;
   for (int k = 0; k < 50; ++k) values.push_back(0.5 * k);
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = GetParam();
-    auto s = MakeSession(g, options);
-    ASSERT_NE(s, nullptr);
-    Tensor r = RunResult(s.get(), {{"i", I(49)}, {"v", Tensor::Vector<double>(values)}});
+  ForEachMode(g, GetParam(), [&](Session* s) {
+    Tensor r = RunResult(s, {{"i", I(49)}, {"v", Tensor::Vector<double>(values)}});
     ASSERT_TRUE(r.valid());
     EXPECT_EQ(r.scalar<double>(), 0.5 * 49 * 50 / 2);
-  }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, TensorArgumentsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
