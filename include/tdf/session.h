@@ -123,6 +123,9 @@ struct RunStats {
   int64_t dead_firings = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> firings_by_op;  // op -> (live, dead)
   std::map<std::string, std::pair<int64_t, int64_t>> firings_by_node;  // when collect_node_stats
+  // Main-graph nodes the run left out: its fetches and targets do not need
+  // them (Session::Run).
+  int64_t nodes_pruned = 0;
   int64_t frames_created = 0;   // invocations, loop iterations and the root
   // Invocations reclaimed while their tail call still ran, which then
   // returned to their caller (SessionOptions::release_tail_callers).

@@ -150,9 +150,7 @@ class Compiler {
       for (OutEdge& e : n.edges) {
         const NodeBuild& d = nodes_[e.dst];
         e.dst_index = d.index;
-        e.dst_mode = d.kind == NodeKind::kMerge ? DstMode::kMerge
-                     : d.pending_init <= 1     ? DstMode::kSingle
-                                               : DstMode::kCounted;
+        e.dst_mode = DstModeOf(d.kind, d.pending_init, d.block);
       }
     }
     for (ExecBlock& blk : exe_->blocks) {

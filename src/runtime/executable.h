@@ -35,6 +35,10 @@ enum class EdgeKind : uint8_t {
 // How a delivered token makes its destination ready.
 enum class DstMode : uint8_t {
   kSingle,   // the node waits for one input: ready on arrival
+  // The same in the main block, where a run may leave the node out (a
+  // pruned run, prune.h): ready on arrival unless its pending counter holds
+  // the run's "pruned" mark. Read, never written.
+  kSingleInMain,
   kCounted,  // ready when its pending counter reaches zero
   kMerge,    // Merge rules (first live input, or all dead)
   // Into a Merge whose live output its producer delivers itself (see
@@ -90,6 +94,7 @@ struct OutEdge {
   void SetFlag(uint8_t flag, bool on) { flags = on ? (flags | flag) : (flags & ~flag); }
 };
 static_assert(sizeof(OutEdge) == 20, "an edge is 20 bytes");
+
 
 // How the executor fires a node.
 enum class NodeKind : uint8_t {
@@ -155,6 +160,13 @@ struct alignas(64) ExecNode {
   absl::Span<const OutEdge> out() const { return {out_begin, static_cast<size_t>(num_out)}; }
 };
 static_assert(sizeof(ExecNode) == 64, "ExecNode is one cache line");
+
+// How a node's input edges make it ready (OutEdge::dst_mode).
+inline DstMode DstModeOf(NodeKind kind, int32_t pending_init, int32_t block) {
+  if (kind == NodeKind::kMerge) return DstMode::kMerge;
+  if (pending_init > 1) return DstMode::kCounted;
+  return block == 0 ? DstMode::kSingleInMain : DstMode::kSingle;
+}
 
 // Lists that only some nodes have, out of line (NodeInfo::lists): a graph of
 // 10^6 plain ops kept three empty vectors per node, 72 MB.

@@ -229,6 +229,10 @@ void FreeFrame(Frame* f) {
 namespace {
 
 constexpr int32_t kMergeFired = 1 << 30;
+// A main-block node a pruned run leaves out (prune.h) starts with this
+// pending count: no number of its inputs brings it to zero, and a
+// DstMode::kSingleInMain edge reads it. A left-out Merge starts as fired.
+constexpr int32_t kPruned = 1 << 29;
 constexpr int32_t kMergeCountMask = 0xFFFF;
 constexpr int kCheckInterval = 1024;
 // Surplus ready nodes are offered to idle workers only when the local stack
@@ -1161,22 +1165,19 @@ inline bool Worker::CountDeadIntoMerge(Frame* t, const ExecNode& dst) {
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
   static_assert(DstMode::kMergeMark > DstMode::kMerge && DstMode::kMerge > DstMode::kCounted &&
-                    DstMode::kCounted > DstMode::kSingle,
+                    DstMode::kCounted > DstMode::kSingleInMain && DstMode::kSingleInMain > DstMode::kSingle,
                 "the Merge modes come last");
   if (e.dst_mode >= DstMode::kMerge) return DeliverToMerge(t, e, value, dead);
   t->slots()[e.dst_slot].Set(value, dead);
   if (!value.is_inline_scalar()) t->holds_tensors.store(true, std::memory_order_relaxed);
   if (e.dst_mode == DstMode::kSingle) return true;
+  if (e.dst_mode == DstMode::kSingleInMain) return t->pending()[e.dst_index].load(std::memory_order_relaxed) != kPruned;
   return FetchAdd(t->pending()[e.dst_index], -1, Alone(t)) == 1;
 }
 
 bool Worker::DeliverToNode(Frame* t, int32_t dst, int32_t slot, const Tensor& value, bool dead) {
   const ExecNode& d = exe_->nodes[dst];
-  OutEdge e{dst, slot, d.index, 0, EdgeKind::kLocal,
-            d.kind == NodeKind::kMerge ? DstMode::kMerge
-            : d.pending_init <= 1     ? DstMode::kSingle
-                                      : DstMode::kCounted,
-            -1};
+  OutEdge e{dst, slot, d.index, 0, EdgeKind::kLocal, DstModeOf(d.kind, d.pending_init, d.block), -1};
   return DeliverEdge(t, e, value, dead);
 }
 
@@ -2526,7 +2527,8 @@ int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::
 
 Executor::Executor(const ExecutableGraph* exe, const SessionOptions& options, VariableStore* variables)
     : exe_(exe), options_(options), variables_(variables),
-      arena_(std::make_unique<tbb::task_arena>(std::max(1, options.num_workers))) {}
+      arena_(std::make_unique<tbb::task_arena>(std::max(1, options.num_workers))),
+      pruner_(std::make_unique<RunPruner>(exe)) {}
 
 Executor::~Executor() = default;
 
@@ -2560,11 +2562,6 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is given twice"));
     run.feeds[Info(n).io_index] = value;
     fed[Info(n).io_index] = 1;
-  }
-  for (size_t i = 0; i < fed.size(); ++i) {
-    if (!fed[i])
-      return absl::InvalidArgumentError(absl::StrCat("node '", exe_->info[exe_->placeholders[i]].def->name,
-                                                     "' (Placeholder): missing feed"));
   }
   const size_t main_nodes = exe_->blocks[0].nodes.size();
   run.root_watch.assign(main_nodes, 0);
@@ -2610,6 +2607,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     targets.push_back(id);
     run.root_watch[exe_->nodes[id].index] = 1;
   }
+  // The run fires what its fetches and targets need (prune.h).
+  std::vector<int32_t> roots = targets;
+  for (const FetchTarget& f : run.fetches) roots.push_back(f.node);
+  const std::shared_ptr<const RunPlan> plan = pruner_->Plan(std::move(roots));
+  for (size_t i = 0; i < fed.size(); ++i) {
+    if (!fed[i] && plan->needs_feed[i])
+      return absl::InvalidArgumentError(absl::StrCat("node '", exe_->info[exe_->placeholders[i]].def->name,
+                                                     "' (Placeholder): missing feed"));
+  }
   // Limits already passed end the run before it starts (a periodic check
   // comes only every few thousand firings: a short run would finish first).
   if (options_.deadline <= absl::ZeroDuration())
@@ -2644,7 +2650,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   if (root == nullptr) return absl::ResourceExhaustedError("out of memory creating the root frame");
   root->kind = Frame::Kind::kRoot;
   root->run = &run;
-  root->refs.store(1 + static_cast<int64_t>(main.sources.size()), std::memory_order_relaxed);
+  const std::vector<int32_t>& sources = plan->whole_graph ? main.sources : plan->sources;
+  for (int32_t index : plan->pruned) {
+    const bool merge = exe_->nodes[main.nodes[index]].kind == NodeKind::kMerge;
+    root->pending()[index].store(merge ? kMergeFired : kPruned, std::memory_order_relaxed);
+  }
+  root->refs.store(1 + static_cast<int64_t>(sources.size()), std::memory_order_relaxed);
   run.root = root;
   if (exe_->mode == ExecutionMode::kDynamic) {
     // Copied bodies are not covered by Worker::Share's walk: all frames shared.
@@ -2674,7 +2685,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       base::TaskStarts();
       TDF_TSAN_ACQUIRE(&run);
       Worker w(&run);
-      for (auto it = main.sources.rbegin(); it != main.sources.rend(); ++it) w.Push(root, *it);
+      for (auto it = sources.rbegin(); it != sources.rend(); ++it) w.Push(root, *it);
       // Drop the external reference only after the sources hold theirs.
       w.Release(root, -1);
       std::vector<ReadyItem> none;
@@ -2737,6 +2748,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       if (run.live_by_node[i] == 0 && run.dead_by_node[i] == 0) continue;
       s.firings_by_node[exe_->info[i].def->name] = {run.live_by_node[i], run.dead_by_node[i]};
     }
+    s.nodes_pruned = static_cast<int64_t>(plan->pruned.size());
     s.frames_created = run.frames_created.load();
     s.tail_callers_released = run.tail_callers_released.load();
     s.peak_live_frames = run.peak_live_frames.load();

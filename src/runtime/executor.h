@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "oneapi/tbb/task_arena.h"
 #include "runtime/executable.h"
+#include "runtime/prune.h"
 #include "runtime/state_kernels.h"
 #include "tdf/session.h"
 
@@ -38,6 +39,7 @@ class Executor {
   SessionOptions options_;
   VariableStore* variables_;  // not owned; outlives the executor
   std::unique_ptr<tbb::task_arena> arena_;
+  std::unique_ptr<RunPruner> pruner_;
 };
 
 }  // namespace runtime

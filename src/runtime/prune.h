@@ -1,0 +1,61 @@
+// Pruning a run to what its fetches and targets need, as TensorFlow's
+// executor does: a run fires the main-graph nodes of their backward closure
+// and no others, so fetching a training graph's loss evaluates it without
+// taking an optimizer step, and a Placeholder nothing needed reads need not
+// be fed.
+//
+// The closure is taken over the executable's edges (what actually delivers,
+// after the compiler's forwarding passes), at the granularity the runtime
+// can start and finish: a main-graph node, a whole loop of the main graph
+// (all of its Enters, when any of its Exits is needed), and a whole call
+// site (all of its Calls, when any of its results is needed: an invocation
+// runs its whole body, and waits for every argument it was given). Function
+// bodies are never pruned.
+#ifndef TDF_SRC_RUNTIME_PRUNE_H_
+#define TDF_SRC_RUNTIME_PRUNE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/executable.h"
+
+namespace tdf {
+namespace runtime {
+
+struct RunPlan {
+  // Every main-graph node is needed: the run starts as an unpruned one.
+  bool whole_graph = true;
+  std::vector<int32_t> sources;   // main sources to start (global ids, block order)
+  std::vector<int32_t> pruned;    // main-block indices that must not fire
+  std::vector<uint8_t> needs_feed;  // by placeholder ordinal
+};
+
+// Thread-safe; plans are cached per set of fetched and target nodes.
+class RunPruner {
+ public:
+  explicit RunPruner(const ExecutableGraph* exe) : exe_(exe) {}
+
+  // `roots`: global ids of the main-block nodes the run fetches or targets.
+  std::shared_ptr<const RunPlan> Plan(std::vector<int32_t> roots);
+
+ private:
+  void BuildIndexLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ExecutableGraph* exe_;
+  absl::Mutex mu_;
+  bool indexed_ ABSL_GUARDED_BY(mu_) = false;
+  // Per main-block index, the main-block indices it needs (CSR).
+  std::vector<int32_t> dep_begin_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> deps_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace runtime
+}  // namespace tdf
+
+#endif  // TDF_SRC_RUNTIME_PRUNE_H_
