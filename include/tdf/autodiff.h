@@ -90,11 +90,10 @@ std::vector<std::string> DifferentiableOps();
 // One optimizer step as graph ops built from AssignAdd/Assign (each atomic).
 // `variables` name Variable nodes of the main graph, `gradients` one gradient
 // output per variable (e.g. from AddGradients of the loss w.r.t. Reads of the
-// variables). Returns the name of a NoOp that depends on every update. Runs
-// are not pruned to their fetches and targets, so EVERY run of a session on
-// the graph takes a step, whatever it fetches; naming the NoOp as a target
-// only checks that it ran. To evaluate without training, run a session on the
-// graph as it was before the step was added.
+// variables). Returns the name of a NoOp that depends on every update: a run
+// takes the step when it names the NoOp as a target, and a run that only
+// fetches (the loss, a gradient) evaluates without stepping (Session::Run
+// fires only what its fetches and targets need).
 //
 //   SGD:  v -= lr * g
 // A gradient that is a Gather's (AddGradients gives a GatherGrad node, axis

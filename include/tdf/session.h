@@ -173,16 +173,24 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Feeds placeholders, fires the graph, returns the fetched tensors in order.
-  // `fetches` ("node" or "node:port") and `targets` (nodes that must run)
-  // name nodes of the main graph. Nodes inside a While loop's body or a
+  // Feeds placeholders, fires what the fetches and targets need, returns the
+  // fetched tensors in order. `fetches` ("node" or "node:port") and
+  // `targets` (nodes that must run) name nodes of the main graph. As in
+  // TensorFlow, a run fires only the main-graph nodes they depend on (data
+  // and control inputs, transitively; RunStats::nodes_pruned counts the
+  // rest): only the Placeholders among them need a feed, side effects
+  // nothing needs (an optimizer step) do not happen, and a run with neither
+  // fetches nor targets fires nothing. A main-graph loop runs whole when
+  // anything needs one of its results; a call runs whole (its body and every
+  // argument of its site) when anything needs one of its results. Nodes inside a While loop's body or a
   // function's body cannot be fetched (NOT_FOUND): fetch what leaves them
   // (the loop's results, the call's results). A fetch in a Cond
   // branch that did not run fails the run (FAILED_PRECONDITION: dead output).
   // A main-graph Invoke (GraphBuilder::Call) is fetched as its call's
   // results, in either mode: "call" or "call:r" is result r; as a target,
-  // the call must have run. Each Placeholder is fed once (a name given twice is
-  // INVALID_ARGUMENT). A run whose `cancel` is already cancelled returns
+  // the call must have run. Each Placeholder is fed at most once (a name given
+  // twice is INVALID_ARGUMENT); a needed one that is not fed is
+  // INVALID_ARGUMENT too. A run whose `cancel` is already cancelled returns
   // CANCELLED without running.
   // Thread-safe: several runs may be in flight at once.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,

@@ -106,7 +106,7 @@ TEST(Training, AdamStateHasTheDocumentedNames) {
             absl::StatusCode::kInvalidArgument);
   auto s = Session::Create(g);
   ASSERT_TRUE(s.ok()) << s.status();
-  // A run fires the whole main graph, so each run takes both steps.
+  // Each run targets, so takes, both steps.
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*s)->Run({}, {}, {*step, *step2}).ok());
   auto read = [&](const std::string& name) {
     absl::StatusOr<Tensor> t = (*s)->ReadVariable(name);

@@ -3,8 +3,8 @@
 //   tdf validate FILE
 //   tdf transform FILE -o OUT.pbtxt
 //   tdf dot FILE [-o OUT.dot] [--static]
-//   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--workers N]
-//                [--mode static|dynamic] [--trace out.json] [--stats]
+//   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--target NODE]
+//                [--workers N] [--mode static|dynamic] [--trace out.json] [--stats]
 //   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
 //
 // FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
@@ -47,9 +47,10 @@ constexpr char kUsage[] =
     "  validate FILE                       check a graph (ops, inputs, types, frames, calls)\n"
     "  transform FILE -o OUT               staticize recursion (the Yaghi transformation) and save\n"
     "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
-    "  run FILE --feed NAME=VALUE... --fetch NAME...\n"
+    "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
-    "                                      run a graph and print the fetched tensors\n"
+    "                                      run what the fetches and targets need and\n"
+    "                                      print the fetched tensors\n"
     "  reference NAME -o OUT               save a built-in reference program\n"
     "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
     "                                       while_loop call_in_while while_in_function)\n"
@@ -256,6 +257,7 @@ void PrintStats(const tdf::RunStats& stats) {
             << "  frames created   " << stats.frames_created << "\n"
             << "  peak live frames " << stats.peak_live_frames << "\n"
             << "  released callers " << stats.tail_callers_released << "\n"
+            << "  pruned nodes     " << stats.nodes_pruned << "\n"
             << "  live after run   " << stats.live_frames_after_run << "\n"
             << "  max tag depth    " << stats.max_tag_depth << "\n";
   if (stats.instantiations > 0) std::cout << "  instantiations   " << stats.instantiations << "\n";
@@ -275,7 +277,8 @@ void PrintStats(const tdf::RunStats& stats) {
 int Run(const Args& args) {
   TDF_ONE_FILE(path, args, "run");
   const std::vector<std::string> fetches = args.All("--fetch");
-  if (fetches.empty()) return Usage("run", "run needs at least one --fetch NAME");
+  const std::vector<std::string> targets = args.All("--target");
+  if (fetches.empty() && targets.empty()) return Usage("run", "run needs at least one --fetch NAME or --target NAME");
   tdf::SessionOptions options;
   const std::string workers = args.Get("--workers", "1");
   if (!absl::SimpleAtoi(workers, &options.num_workers) || options.num_workers < 1)
@@ -311,7 +314,7 @@ int Run(const Args& args) {
   absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(*graph, options);
   if (!session.ok()) return Fail(session.status());
   tdf::RunStats stats;
-  absl::StatusOr<std::vector<tdf::Tensor>> outputs = (*session)->Run(feeds, fetches, {}, &stats);
+  absl::StatusOr<std::vector<tdf::Tensor>> outputs = (*session)->Run(feeds, fetches, targets, &stats);
   if (!outputs.ok()) return Fail(outputs.status());
   for (size_t i = 0; i < fetches.size() && i < outputs->size(); ++i)
     std::cout << fetches[i] << " = " << FormatTensor((*outputs)[i]) << "\n";
@@ -367,7 +370,7 @@ int main(int argc, char** argv) {
       {"validate", {{}, {}, Validate}},
       {"transform", {{"-o"}, {}, Transform}},
       {"dot", {{"-o"}, {"--static"}, Dot}},
-      {"run", {{"--feed", "--fetch", "--workers", "--mode", "--trace"}, {"--stats"}, Run}},
+      {"run", {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace"}, {"--stats"}, Run}},
       {"reference", {{"-o"}, {}, Reference}},
   };
   auto it = kCommands->find(command);
