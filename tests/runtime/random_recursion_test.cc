@@ -751,6 +751,17 @@ void RunInputs(const Case& c, Session* session, ExecutionMode mode) {
     } else {
       EXPECT_EQ(OpCount(stats, "Invoke").first, in.calls);
     }
+    // One result alone: the run leaves the other's Identity out (and, in
+    // static mode, its Return), but the call runs whole (Session::Run),
+    // with the same invocations.
+    if (fetches.size() < 2) continue;
+    RunStats alone;
+    got = session->Run(feeds, {fetches.back()}, {}, &alone);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].scalar<int64_t>(), in.want.back()) << fetches.back() << " alone";
+    EXPECT_EQ(alone.nodes_pruned, mode == ExecutionMode::kStatic ? 2 : 1);
+    EXPECT_EQ(alone.live_frames_after_run, 0);
+    EXPECT_EQ(alone.frames_created, 1 + in.calls);
   }
 }
 
