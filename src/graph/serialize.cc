@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <cerrno>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -599,9 +600,21 @@ absl::StatusOr<Graph> GraphFromText(absl::string_view text) {
   return GraphFromProto(p);
 }
 
+namespace {
+
+// A file that would not open: the code errno gives (a missing directory is
+// NOT_FOUND, a read-only one PERMISSION_DENIED), `fallback` without one.
+absl::Status OpenError(int error_number, absl::StatusCode fallback, const std::string& message) {
+  if (error_number == 0) return absl::Status(fallback, message);
+  return absl::ErrnoToStatus(error_number, message);
+}
+
+}  // namespace
+
 absl::StatusOr<Graph> LoadGraph(const std::string& path) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  if (!in) return OpenError(errno, absl::StatusCode::kNotFound, absl::StrCat("cannot open '", path, "'"));
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0) return absl::UnavailableError(absl::StrCat("cannot read '", path, "'"));
@@ -642,8 +655,9 @@ absl::Status SaveGraph(const Graph& graph, const std::string& path) {
   } else {
     TDF_ASSIGN_OR_RETURN(data, SerializeGraph(graph));
   }
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  if (!out) return OpenError(errno, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   out.close();
   if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));

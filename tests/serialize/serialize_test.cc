@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 
 namespace tdf {
@@ -226,6 +227,21 @@ TEST(Serialize, LoadErrorsNameThePath) {
   EXPECT_THAT(bad.status().message(), HasSubstr(path));
   EXPECT_THAT(bad.status().message(), HasSubstr("1:"));  // line:column of the text error
   std::remove(path.c_str());
+}
+
+// A file that will not open says why, in its code: a missing directory is
+// NOT_FOUND (it was PERMISSION_DENIED for a write), and the path is named.
+TEST(Serialize, SaveErrorsSayWhyAndNameThePath) {
+  GraphBuilder b;
+  b.Identity(b.Const<int64_t>(1), "one");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::Status missing_dir = SaveGraph(*g, "/nonexistent/dir/g.pbtxt");
+  EXPECT_EQ(missing_dir.code(), absl::StatusCode::kNotFound) << missing_dir;
+  EXPECT_THAT(missing_dir.message(), HasSubstr("/nonexistent/dir/g.pbtxt"));
+  absl::Status is_dir = SaveGraph(*g, ::testing::TempDir());  // a directory, not a file
+  EXPECT_FALSE(is_dir.ok());
+  EXPECT_THAT(is_dir.message(), HasSubstr("cannot write"));
 }
 
 TEST(Serialize, RefusesToWriteWhatCannotBeRead) {
