@@ -518,6 +518,14 @@ class Worker {
   ~Worker() { DropFrameCache(); }
 
   void Loop(std::vector<ReadyItem> items);
+  // Work pushed into `f` from now on is frame-local (Push): the root's
+  // sources all fire before any invocation they create runs, so a tail
+  // recursion called from main with several arguments gets all of them
+  // before it descends, and its callers can be released as it goes.
+  void WorkIn(Frame* f) {
+    current_ = f;
+    current_loop_ = f->loop;
+  }
   void Flush();
 
   // Nodes of the frame being fired go on the frame-local stack and run
@@ -2685,6 +2693,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       base::TaskStarts();
       TDF_TSAN_ACQUIRE(&run);
       Worker w(&run);
+      w.WorkIn(root);
       for (auto it = sources.rbegin(); it != sources.rend(); ++it) w.Push(root, *it);
       // Drop the external reference only after the sources hold theirs.
       w.Release(root, -1);

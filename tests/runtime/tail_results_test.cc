@@ -67,12 +67,38 @@ TEST_P(TailResultsTest, TailRecursionPassesTheCallersResultMergesOver) {
   });
 }
 
+// count's two arguments come from two feeds of main. Main's nodes all fire
+// before the invocation they create runs, so the first invocation has both
+// arguments before it makes its tail call, and the recursion holds three
+// frames however deep it goes (it held n + 2 when the first argument's
+// chain of calls ran ahead of the second feed).
+TEST_P(TailResultsTest, ATailRecursionCalledFromMainWithTwoFeedsHoldsThreeFrames) {
+  for (bool release : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("release_tail_callers ", release));
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.release_tail_callers = release;
+    options.exact_live_frames = true;  // the peak is asserted
+    auto s = MakeSession(Count(), options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t n : {0, 1, 20000}) {
+      SCOPED_TRACE(absl::StrCat("n ", n));
+      RunStats st;
+      EXPECT_EQ(RunResult(s.get(), {{"n", I(n)}, {"acc", I(5)}}, &st).scalar<int64_t>(), n + 5);
+      EXPECT_EQ(st.frames_created, n + 2);
+      EXPECT_EQ(st.tail_callers_released, release ? n : 0);
+      EXPECT_EQ(st.peak_live_frames, release ? std::min<int64_t>(n + 2, 3) : n + 2);
+    }
+  }
+}
+
 // A tail recursion without end stops at max_tag_depth like any other, and
 // the session runs again.
 TEST_P(TailResultsTest, RunawayTailRecursionEndsInAStatus) {
   ForEachVariant(GetParam(), [](const SessionOptions& base) {
     SessionOptions options = base;
     options.max_tag_depth = 3000;
+    options.exact_live_frames = true;  // the peak is asserted
     auto s = MakeSession(Count(), options);
     ASSERT_NE(s, nullptr);
     RunStats st;
@@ -81,8 +107,14 @@ TEST_P(TailResultsTest, RunawayTailRecursionEndsInAStatus) {
     EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_NE(out.status().message().find("function 'count' would reach tag depth 3001"), absl::string_view::npos)
         << out.status();
-    // The invocations live when it stopped, which the run reclaims itself.
-    EXPECT_EQ(st.live_frames_after_run, 3001);
+    // Every caller live when it stopped (the root and 3000 invocations), or
+    // three frames when released callers hand their place on. Those left
+    // when it stopped, the run reclaims itself: how many depends on whether
+    // the last invocation still expected an argument (then all of them) or
+    // had all of them and unwound on its own (none).
+    const bool released = options.forward_call_values && options.release_tail_callers;
+    EXPECT_EQ(st.peak_live_frames, released ? 3 : 3001);
+    EXPECT_LE(st.live_frames_after_run, st.peak_live_frames);
     EXPECT_EQ(RunResult(s.get(), {{"n", I(5)}, {"acc", I(1)}}).scalar<int64_t>(), 6);  // and nothing after
   });
 }
