@@ -572,6 +572,31 @@ class Compiler {
         }
       }
     }
+    // A split site of two parts (AddGradients' forward call and its
+    // gradient call): the part that supplies the callee's first argument is
+    // the forward part; the other's arguments (dy) are computed from it.
+    for (int32_t id : unit.ids) {
+      NodeBuild& n = nodes[id];
+      if (n.kind != NodeKind::kCall || !Info(n).split_site) continue;
+      const std::vector<int32_t>& calls = Info(n).site_calls();
+      int32_t first = -1;
+      int64_t first_arg = std::numeric_limits<int64_t>::max();
+      uint64_t other = 0;
+      for (int32_t c : calls) {
+        const int64_t arg = Info(nodes[c]).def->GetIntOr("arg_index", -1);
+        if (arg < first_arg) {
+          first_arg = arg;
+          first = c;
+        }
+        if (Info(nodes[c]).part_mask != Info(n).part_mask) other |= Info(nodes[c]).part_mask;
+      }
+      const uint64_t all = calls.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << calls.size()) - 1;
+      bool two_parts = (other | Info(n).part_mask) == all && (other & Info(n).part_mask) == 0;
+      for (int32_t c : calls) two_parts &= Info(nodes[c]).part_mask == Info(n).part_mask || Info(nodes[c]).part_mask == other;
+      if (!two_parts || first < 0) continue;
+      Info(n).split_role = Info(nodes[first]).part_mask == Info(n).part_mask ? SplitRole::kForward : SplitRole::kGradient;
+      Info(n).other_part_mask = other;
+    }
     return absl::OkStatus();
   }
 

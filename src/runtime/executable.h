@@ -185,6 +185,9 @@ struct NodeLists {
 };
 inline const NodeLists kNoNodeLists{};
 
+// The parts of a split call site (NodeInfo::split_role).
+enum class SplitRole : uint8_t { kIndependent, kForward, kGradient };
+
 // The rest of a node: read by kernels, control-flow nodes other than the
 // lean shapes, error messages and traces. Whole cache lines, so that a
 // node's fields that calls read together do not straddle two of them.
@@ -234,6 +237,15 @@ struct alignas(64) NodeInfo {
   // site_returns are then the part's Returns only.
   bool split_site = false;
   uint64_t part_mask = 0;
+  // A split site of two parts, the forward part (the callee's first
+  // arguments) and its gradient part: which this Call is in, and the other
+  // part's site_calls bits. A gradient part that arrives all dead before
+  // any live argument waits for the forward part instead of returning dead
+  // at once (Worker::FinishSplitCall): a gradient entering an invocation
+  // dead reaches its nested sites' gradient parts before their forward
+  // arguments are computed.
+  SplitRole split_role = SplitRole::kIndependent;
+  uint64_t other_part_mask = 0;
   std::unique_ptr<NodeLists> lists;  // null: every list empty
   const std::vector<int16_t>& invariant_input() const { return (lists ? *lists : kNoNodeLists).invariant_input; }
   const std::vector<std::pair<int32_t, int32_t>>& site_returns() const {

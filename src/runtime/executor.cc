@@ -1708,15 +1708,22 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   const bool alone = Alone(f);
   if (dead) {
     FetchOr(cs.dead_calls, bit, alone);
-  } else if (FetchAdd(cs.arrivals, 1u << 16, alone) & kSiteClosedDead) {
-    // Another part already returned dead: this live argument has no
-    // consistent invocation to join (never the case for graphs that
-    // AddGradients builds, where both parts share their Cond context).
-    run_->Fail(absl::FailedPreconditionError(
-        absl::StrCat(NodeAtTag(Info(n), f), ": a live argument reached a call site whose other part was all dead")));
-    Release(child, child_delta);
-    Release(f, self_ready - self_ref);
-    return;
+  } else {
+    const uint32_t before = FetchAdd(cs.arrivals, 1u << 16, alone);
+    if (before & kSiteClosedDead) {
+      // Another part already returned dead: this live argument has no
+      // consistent invocation to join (never the case for graphs that
+      // AddGradients builds, where both parts share their Cond context).
+      run_->Fail(absl::FailedPreconditionError(
+          absl::StrCat(NodeAtTag(Info(n), f), ": a live argument reached a call site whose other part was all dead")));
+      Release(child, child_delta);
+      Release(f, self_ready - self_ref);
+      return;
+    }
+    // The site's first live argument, while its gradient part waits all
+    // dead: that part's arguments enter the invocation now.
+    if ((before & kSiteDeferredDead) && ((before >> 16) & 0x7FFF) == 0)
+      child_delta += EnterDeadArgs(child, n, Info(n).other_part_mask);
   }
   const uint64_t arrived = FetchOr(cs.arrived, bit, alone) | bit;
   auto existing_child = [&]() -> Frame* {
@@ -1726,24 +1733,37 @@ void Worker::FinishSplitCall(Frame* f, const ExecNode& n, Frame* child, int chil
   };
   if ((arrived & Info(n).part_mask) == Info(n).part_mask) {
     const uint64_t part_dead = cs.dead_calls.load(std::memory_order_acquire) & Info(n).part_mask;
-    bool closed = false;
+    bool closed = false, deferred = false, close_other = false;
     if (part_dead == Info(n).part_mask) {
+      // All dead before any live argument. A gradient part waits for the
+      // forward part (its dead arguments enter with the first live one, or
+      // its Returns go dead with the forward part's); any other part closes
+      // the site and returns dead.
+      const bool defer = Info(n).split_role == SplitRole::kGradient;
       uint32_t cur = cs.arrivals.load(std::memory_order_acquire);
       while (((cur >> 16) & 0x7FFF) == 0) {
+        if (defer && (cur & kSiteClosedDead)) {
+          closed = true;  // the forward part returned dead: so does this one
+          break;
+        }
+        const uint32_t want = cur | (defer ? kSiteDeferredDead : kSiteClosedDead);
         if (alone) {
-          cs.arrivals.store(cur | kSiteClosedDead, std::memory_order_relaxed);
-          closed = true;
-          break;
+          cs.arrivals.store(want, std::memory_order_relaxed);
+        } else if (!cs.arrivals.compare_exchange_weak(cur, want, std::memory_order_acq_rel)) {
+          continue;
         }
-        if (cs.arrivals.compare_exchange_weak(cur, cur | kSiteClosedDead, std::memory_order_acq_rel)) {
-          closed = true;
-          break;
-        }
+        (defer ? deferred : closed) = true;
+        close_other = !defer && (cur & kSiteDeferredDead);
+        break;
       }
     }
     if (closed) {
       self_ready += ReturnDead(f, n);
-    } else if (part_dead != 0) {
+      if (close_other) {
+        const int other = __builtin_ctzll(Info(n).other_part_mask);
+        self_ready += ReturnDead(f, exe_->nodes[Info(n).site_calls()[other]]);
+      }
+    } else if (!deferred && part_dead != 0) {
       child = existing_child();  // a live argument created it
       if (child != nullptr) child_delta += EnterDeadArgs(child, n, part_dead);
     }
@@ -2664,6 +2684,18 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     root->pending()[index].store(merge ? kMergeFired : kPruned, std::memory_order_relaxed);
   }
   root->refs.store(1 + static_cast<int64_t>(sources.size()), std::memory_order_relaxed);
+  // A split site's gradient part the run leaves out is as if it had
+  // arrived all dead and been deferred (FinishSplitCall): its arguments
+  // enter the invocation dead when the forward part's first live argument
+  // does, and the site's other Calls drop the invocation's external
+  // reference as they finish.
+  for (const auto& [slot, mask] : plan->dead_parts) {
+    ChildSlot& cs = root->children()[slot];
+    cs.dead_calls.store(mask, std::memory_order_relaxed);
+    cs.arrived.store(mask, std::memory_order_relaxed);
+    cs.finished.store(static_cast<uint32_t>(__builtin_popcountll(mask)), std::memory_order_relaxed);
+    cs.arrivals.store(kSiteDeferredDead, std::memory_order_relaxed);
+  }
   run.root = root;
   if (exe_->mode == ExecutionMode::kDynamic) {
     // Copied bodies are not covered by Worker::Share's walk: all frames shared.

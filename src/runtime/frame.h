@@ -73,6 +73,10 @@ struct ChildSlot {
 // ChildSlot::arrivals: the site gave its Returns dead without an invocation
 // (split sites: a part that arrived all dead before any live argument).
 constexpr uint32_t kSiteClosedDead = uint32_t{1} << 31;
+// ChildSlot::arrivals of a split site: its gradient part arrived all dead
+// before any live argument (or the run left it out) and waits for the
+// forward part (Worker::FinishSplitCall).
+constexpr uint32_t kSiteDeferredDead = uint32_t{1} << 15;
 
 struct Frame {
   enum class Kind : uint8_t { kRoot, kInvocation, kIteration };

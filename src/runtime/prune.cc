@@ -10,26 +10,61 @@ void RunPruner::BuildIndexLocked() {
   const ExecutableGraph& exe = *exe_;
   const ExecBlock& main = exe.blocks[0];
   const int32_t num_main = static_cast<int32_t>(main.nodes.size());
-  // Dependency nodes: the main block's indices, then units (a main loop:
-  // its Enters; a main call site: its Calls), so that a loop's many Exits
-  // or a site's many results share one list.
+  // Units, so that a loop's many Exits or a site's many results share one
+  // list. A unit's members are dependency nodes: main indices, or
+  // num_main + u for unit u.
   std::vector<std::vector<int32_t>> unit_members;
-  absl::flat_hash_map<int32_t, int32_t> loop_unit;                     // loop block -> unit
-  absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> site_unit;  // (callee block, label) -> unit
+  auto new_unit = [&] {
+    unit_members.emplace_back();
+    return static_cast<int32_t>(unit_members.size()) - 1;
+  };
+  absl::flat_hash_map<int32_t, int32_t> loop_unit;                     // loop block -> its Enters
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> site_unit;  // (callee block, label) -> every part
   absl::flat_hash_map<int32_t, int32_t> callee_unit;                   // callee block -> every main site of it
+  absl::flat_hash_map<int32_t, int32_t> return_unit;                   // main index of a Return -> its part
   auto unit_of = [&](auto& map, const auto& key) {
-    auto [it, inserted] = map.try_emplace(key, static_cast<int32_t>(unit_members.size()));
-    if (inserted) unit_members.emplace_back();
+    auto it = map.find(key);
+    if (it == map.end()) it = map.emplace(key, new_unit()).first;
     return it->second;
   };
+  split_sites_.clear();
   for (int32_t id : main.nodes) {
     const ExecNode& n = exe.nodes[id];
     const NodeInfo& info = exe.info[id];
     if (n.kind == NodeKind::kEnter) {
       unit_members[unit_of(loop_unit, info.target_block)].push_back(n.index);
-    } else if (n.kind == NodeKind::kCall) {
-      unit_members[unit_of(site_unit, std::make_pair(info.target_block, info.label))].push_back(n.index);
-      unit_members[unit_of(callee_unit, info.target_block)].push_back(n.index);
+      continue;
+    }
+    if (n.kind != NodeKind::kCall) continue;
+    unit_members[unit_of(callee_unit, info.target_block)].push_back(n.index);
+    const std::pair<int32_t, int32_t> key{info.target_block, info.label};
+    if (site_unit.contains(key)) continue;  // the site's first Call builds its units
+    const int32_t whole = unit_of(site_unit, key);
+    // A site's parts: a split site of a forward and a gradient part
+    // (NodeInfo::split_role) has a unit for each, the gradient's needing
+    // the forward's (it reads the forward values of the invocation); any
+    // other site is one unit.
+    int32_t forward = -1, gradient = -1;
+    uint64_t gradient_mask = 0;
+    for (int32_t call : info.site_calls()) {
+      const NodeInfo& ci = exe.info[call];
+      int32_t unit = whole;
+      if (ci.split_role == SplitRole::kForward) {
+        if (forward < 0) forward = new_unit();
+        unit = forward;
+      } else if (ci.split_role == SplitRole::kGradient) {
+        if (gradient < 0) gradient = new_unit();
+        unit = gradient;
+        gradient_mask = ci.part_mask;
+      }
+      unit_members[unit].push_back(exe.nodes[call].index);
+      for (const auto& [ret, slot] : ci.site_returns()) return_unit[exe.nodes[ret].index] = unit;
+    }
+    if (forward >= 0) unit_members[whole].push_back(num_main + forward);
+    if (gradient >= 0) unit_members[whole].push_back(num_main + gradient);
+    if (forward >= 0 && gradient >= 0) {
+      unit_members[gradient].push_back(num_main + forward);
+      split_sites_.push_back({info.child_slot, forward, gradient, gradient_mask});
     }
   }
   // The main loop that a block of the main graph's loops belongs to.
@@ -48,16 +83,18 @@ void RunPruner::BuildIndexLocked() {
       } else if (from.kind == ExecBlock::Kind::kLoop) {  // a loop's Exit
         const int32_t loop = top_loop(s.block);
         if (auto it = loop_unit.find(loop); it != loop_unit.end()) needs.emplace_back(d.index, num_main + it->second);
-      } else if (from.kind == ExecBlock::Kind::kFunction) {  // a callee's result, for the site of its label
-        const int32_t k = static_cast<int32_t>(&e - s.out_begin);
+      } else if (from.kind == ExecBlock::Kind::kFunction) {  // a callee's result
+        // Into a Return of a main site: that Return's part; else the site of
+        // the edge's label; else every main site of the callee (more than
+        // needed, never less).
         int32_t unit = -1;
+        if (auto it = return_unit.find(d.index); it != return_unit.end()) unit = it->second;
+        const int32_t k = static_cast<int32_t>(&e - s.out_begin);
         const auto& by_label = exe.info[s.id].return_edges_by_label;
         for (size_t label = 0; label < by_label.size() && unit < 0; ++label) {
           if (k < by_label[label].first || k >= by_label[label].second) continue;
           if (auto it = site_unit.find({s.block, static_cast<int32_t>(label)}); it != site_unit.end()) unit = it->second;
         }
-        // Not found by label: every main site of the callee (more than
-        // needed, never less).
         if (unit < 0)
           if (auto it = callee_unit.find(s.block); it != callee_unit.end()) unit = it->second;
         if (unit >= 0) needs.emplace_back(d.index, num_main + unit);
@@ -118,6 +155,10 @@ std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
     for (size_t i = 0; i < num_main; ++i)
       if (!needed[i]) plan->pruned.push_back(static_cast<int32_t>(i));
   }
+  const int32_t num_main_index = static_cast<int32_t>(num_main);
+  for (const SplitSite& site : split_sites_)
+    if (needed[num_main_index + site.forward] && !needed[num_main_index + site.gradient])
+      plan->dead_parts.emplace_back(site.child_slot, site.gradient_mask);
   // A program that makes up fetch sets as it goes should not grow this
   // without bound; a few dozen sets are the common case.
   if (cache_.size() >= 256) cache_.clear();

@@ -33,6 +33,13 @@ struct RunPlan {
   std::vector<int32_t> sources;   // main sources to start (global ids, block order)
   std::vector<int32_t> pruned;    // main-block indices that must not fire
   std::vector<uint8_t> needs_feed;  // by placeholder ordinal
+  // Split call sites of main (AddGradients' paired forward and gradient
+  // calls of one invocation) whose forward part the run needs and whose
+  // gradient part it does not: (main child slot, the gradient part's
+  // site_calls bits). Its arguments enter the invocation dead with the
+  // forward part's first live one, so the gradient path drains instead of
+  // running.
+  std::vector<std::pair<int32_t, uint64_t>> dead_parts;
 };
 
 // Thread-safe; plans are cached per set of fetched and target nodes.
@@ -49,9 +56,19 @@ class RunPruner {
   const ExecutableGraph* exe_;
   absl::Mutex mu_;
   bool indexed_ ABSL_GUARDED_BY(mu_) = false;
-  // Per main-block index, the main-block indices it needs (CSR).
+  // Dependency nodes: the main block's indices, then units (a main loop,
+  // a call site, a part of a split site). Per node, what it needs (CSR).
   std::vector<int32_t> dep_begin_ ABSL_GUARDED_BY(mu_);
   std::vector<int32_t> deps_ ABSL_GUARDED_BY(mu_);
+  // A split site of main (NodeInfo::split_role): the units of its forward
+  // and gradient parts, and the gradient part's site_calls bits.
+  struct SplitSite {
+    int32_t child_slot;
+    int32_t forward;
+    int32_t gradient;
+    uint64_t gradient_mask;
+  };
+  std::vector<SplitSite> split_sites_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -62,6 +62,18 @@ inline absl::StatusOr<GradResult> CheckGradients(const Graph& graph, const std::
     return absl::InternalError(absl::StrCat(result.stats.live_frames_after_run, " frames live after the run"));
   result.y = SumOf(out[0]);
   for (size_t k = 0; k < xs.size(); ++k) result.dx.push_back(out[k + 1]);
+  // y fetched alone from the same session: the run leaves the gradient out
+  // (Session::Run; a call's gradient part enters its invocation dead), and
+  // must give the same y, fire no more live, and reclaim every frame.
+  RunStats alone;
+  TDF_ASSIGN_OR_RETURN(std::vector<Tensor> y_alone, session->Run(feeds, {y}, {}, &alone));
+  if (alone.live_frames_after_run != 0)
+    return absl::InternalError(absl::StrCat(alone.live_frames_after_run, " frames live after the run of ", y, " alone"));
+  if (!(std::abs(SumOf(y_alone[0]) - result.y) <= 1e-12 * std::max(1.0, std::abs(result.y))))
+    return absl::InternalError(absl::StrCat(y, " alone: ", SumOf(y_alone[0]), ", with the gradients: ", result.y));
+  if (alone.live_firings > result.stats.live_firings)
+    return absl::InternalError(absl::StrCat(y, " alone fired ", alone.live_firings, " nodes live, with the gradients ",
+                                            result.stats.live_firings));
   // Forward-only session on the original graph for the differences.
   TDF_ASSIGN_OR_RETURN(std::unique_ptr<Session> fwd, Session::Create(graph));
   for (size_t k = 0; k < xs.size(); ++k) {

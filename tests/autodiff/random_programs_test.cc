@@ -126,14 +126,17 @@ class ProgramGenerator {
   std::mt19937 rng_;
 };
 
-void RunPrograms(uint32_t first_seed, int count, bool with_calls, bool with_loops = false) {
+void RunPrograms(uint32_t first_seed, int count, bool with_calls, bool with_loops = false, int workers = 1) {
   for (int k = 0; k < count; ++k) {
     const uint32_t seed = first_seed + k;
     ProgramGenerator gen(seed);
     Graph g = gen.Generate(with_calls, with_loops);
     const double x0 = gen.Uniform(-1.2, 1.2), x1 = gen.Uniform(-1.2, 1.2);
+    SessionOptions options;
+    options.num_workers = workers;
     auto res = CheckGradients(g, "y", {"x0", "x1"},
-                              {{"x0", Tensor::Scalar<double>(x0)}, {"x1", Tensor::Scalar<double>(x1)}}, 1e-6);
+                              {{"x0", Tensor::Scalar<double>(x0)}, {"x1", Tensor::Scalar<double>(x1)}}, 1e-6, 1e-6,
+                              options);
     EXPECT_TRUE(res.ok()) << "seed " << seed << " (x0=" << x0 << ", x1=" << x1 << "): " << res.status();
   }
 }
@@ -145,6 +148,9 @@ TEST(RandomPrograms, WithRecursiveCalls) { RunPrograms(5000, 150, true); }
 TEST(RandomPrograms, WithWhileLoops) { RunPrograms(9000, 150, false, true); }
 
 TEST(RandomPrograms, WithWhileLoopsAndRecursiveCalls) { RunPrograms(12000, 100, true, true); }
+// Two workers: the split sites' parts (and, where a run fetches y alone,
+// gradient parts that enter dead) arrive from either worker.
+TEST(RandomPrograms, WithWhileLoopsAndRecursiveCallsTwoWorkers) { RunPrograms(15000, 100, true, true, 2); }
 
 }  // namespace
 }  // namespace tdf

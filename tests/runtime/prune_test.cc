@@ -164,7 +164,9 @@ TEST(Prune, FetchingTheLossOfATrainingGraphDoesNotStep) {
 
 // Gradient descent through a recursive function (split call sites: the
 // forward and the gradient call share one invocation). Fetching the loss
-// runs the invocation whole, so its frame is reclaimed, but takes no step.
+// takes no step and computes no gradient: the gradient part's arguments
+// enter each invocation dead, so its gradient path drains (dead firings)
+// and the live firings are the forward graph's. Every frame is reclaimed.
 TEST(Prune, EvaluatingThroughARecursiveGradientCallDoesNotStep) {
   GraphBuilder b;
   ASSERT_TRUE(b.DefineFunction({"exp", {{"x", kF}, {"n", kI}}, {{"y", kF}}},
@@ -183,13 +185,21 @@ TEST(Prune, EvaluatingThroughARecursiveGradientCallDoesNotStep) {
   Output e = b.Sub(b.Call("exp", {rw, b.Const<int64_t>(5)})[0], b.Const<double>(2.0));
   b.Identity(b.Mul(e, e), "loss");
   Graph g = Built(b);
+  const Graph forward_only = g;
   auto grads = AddGradients(g, {"loss"}, {b.Name(rw)});
   ASSERT_TRUE(grads.ok()) << grads.status();
   auto step = AddSgdStep(g, {"w"}, *grads, 0.005);
   ASSERT_TRUE(step.ok()) << step.status();
   for (int workers : {1, 2}) {
+    SCOPED_TRACE(workers);
     SessionOptions options;
     options.num_workers = workers;
+    RunStats forward;
+    {
+      auto s = MakeSession(forward_only, options);
+      ASSERT_NE(s, nullptr);
+      ASSERT_TRUE(s->Run({}, {"loss"}, {}, &forward).ok());
+    }
     auto s = MakeSession(g, options);
     ASSERT_NE(s, nullptr);
     const double e0 = std::pow(1.1, 5) - 2.0;
@@ -200,6 +210,16 @@ TEST(Prune, EvaluatingThroughARecursiveGradientCallDoesNotStep) {
       EXPECT_NEAR((*out)[0].scalar<double>(), e0 * e0, 1e-12);
       EXPECT_GT(stats.nodes_pruned, 0);
       EXPECT_EQ(stats.live_frames_after_run, 0);
+      EXPECT_EQ(stats.frames_created, forward.frames_created);
+      // Each op of the forward graph fires live as often; the gradient's
+      // own ops do not fire live. (One extra live firing: a ZerosLike of
+      // the extended body that reads only forward values.)
+      for (const auto& [op, counts] : forward.firings_by_op)
+        EXPECT_EQ(exec_test::OpCount(stats, op).first, counts.first) << op;
+      for (const char* op : {"AddN", "SumToShapeOf", "OnesLike", "AssignAdd"})
+        EXPECT_EQ(exec_test::OpCount(stats, op).first, 0) << op;
+      EXPECT_LE(stats.live_firings, forward.live_firings + 1);
+      EXPECT_GT(stats.dead_firings, 0);
     }
     EXPECT_DOUBLE_EQ(s->ReadVariable("w")->scalar<double>(), 1.1);
     RunStats stats;
