@@ -182,7 +182,9 @@ class Session {
   // nothing needs (an optimizer step) do not happen, and a run with neither
   // fetches nor targets fires nothing. A main-graph loop runs whole when
   // anything needs one of its results; a call runs whole (its body and every
-  // argument of its site) when anything needs one of its results. Nodes inside a While loop's body or a
+  // argument of its site) when anything needs one of its results, except
+  // that a differentiated call (AddGradients) whose gradient nothing needs
+  // runs its forward part only: the gradient path drains dead. Nodes inside a While loop's body or a
   // function's body cannot be fetched (NOT_FOUND): fetch what leaves them
   // (the loop's results, the call's results). A fetch in a Cond
   // branch that did not run fails the run (FAILED_PRECONDITION: dead output).
