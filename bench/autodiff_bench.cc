@@ -5,6 +5,11 @@
 //   forward  exp(w, n) alone (the reference cost of the forward pass)
 //   fused    AddGradients: each call of exp and its gradient call share one
 //            invocation of exp_ext; forward values wait in the frame
+//   fused_eval  the fused training graph, fetching the loss only: the run
+//            leaves the step out, and the gradient (it drains as dead
+//            firings; SessionOptions::evaluate_without_gradients)
+//   fused_eval_whole  the same with evaluate_without_gradients off: the
+//            gradient runs live, the step does not
 //   naive    a hand-written gradient function dexp(x, n) = n == 0 ? 0 :
 //            exp(x, n - 1) + x * dexp(x, n - 1), a separate recursive
 //            function that recomputes the forward values (O(n^2) calls)
@@ -100,7 +105,9 @@ absl::StatusOr<Case> Build(const std::string& variant, int64_t n) {
   if (!g.ok()) return g.status();
   Case c;
   c.fetches = {"loss"};
-  if (variant == "fused" || variant == "unrolled") {
+  const bool eval = variant == "fused_eval" || variant == "fused_eval_whole";
+  const bool fused = variant == "fused" || eval;
+  if (fused || variant == "unrolled") {
     absl::StatusOr<std::vector<std::string>> dx = tdf::AddGradients(*g, {"loss"}, {b.Name(rw)});
     if (!dx.ok()) return dx.status();
     grad = (*dx)[0];
@@ -108,11 +115,14 @@ absl::StatusOr<Case> Build(const std::string& variant, int64_t n) {
   if (!grad.empty()) {
     absl::StatusOr<std::string> step = tdf::AddSgdStep(*g, {"w"}, {grad}, kLearningRate);
     if (!step.ok()) return step.status();
-    c.targets = {*step};
-    c.fetches.push_back(grad);
+    if (!eval) {
+      c.targets = {*step};
+      c.fetches.push_back(grad);
+    }
   }
   tdf::SessionOptions opts;
   opts.num_workers = 1;
+  opts.evaluate_without_gradients = variant != "fused_eval_whole";
   absl::StatusOr<std::unique_ptr<tdf::Session>> s = tdf::Session::Create(*g, opts);
   if (!s.ok()) return s.status();
   c.session = *std::move(s);
@@ -195,7 +205,7 @@ int main(int argc, char** argv) {
     // whether the cost per level stays flat beyond that cliff.
     sizes.push_back(1000000);
   }
-  for (const char* variant : {"forward", "fused", "naive", "unrolled"}) {
+  for (const char* variant : {"forward", "fused", "fused_eval", "fused_eval_whole", "naive", "unrolled"}) {
     for (int64_t n : sizes) {
       if (std::strcmp(variant, "naive") == 0 && n > 1000) continue;      // O(n^2) calls per step
       if (std::strcmp(variant, "unrolled") == 0 && n > 10000) continue;  // the builder is quadratic in nodes

@@ -108,6 +108,16 @@ struct SessionOptions {
   // calls" instead of their labels. Off: every caller stays live until its
   // callee returns.
   bool release_tail_callers = true;
+  // A run that needs the results of a differentiated call (AddGradients'
+  // paired forward and gradient calls, one invocation) but not its gradient
+  // leaves the gradient out: the dy arguments enter dead and the gradient
+  // path drains as dead firings. That makes evaluating a training graph's
+  // loss about as cheap as the forward graph when the gradient is tensor
+  // work (a recursion of MatMuls: a third of a training step), but dearer
+  // than a whole step when it is scalar work, where a dead firing costs
+  // what a live one does (exp(w, 1000): 1.5x a step). Off: such a call runs
+  // whole, its gradient included (still nothing after it: no step).
+  bool evaluate_without_gradients = true;
   // Chrome trace JSON (opens in Perfetto) written after each run. Also
   // switched on by the environment variable TDF_TRACE=path.
   std::string trace_path;

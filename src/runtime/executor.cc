@@ -2556,7 +2556,7 @@ int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::
 Executor::Executor(const ExecutableGraph* exe, const SessionOptions& options, VariableStore* variables)
     : exe_(exe), options_(options), variables_(variables),
       arena_(std::make_unique<tbb::task_arena>(std::max(1, options.num_workers))),
-      pruner_(std::make_unique<RunPruner>(exe)) {}
+      pruner_(std::make_unique<RunPruner>(exe, options.evaluate_without_gradients)) {}
 
 Executor::~Executor() = default;
 

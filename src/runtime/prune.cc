@@ -64,7 +64,11 @@ void RunPruner::BuildIndexLocked() {
     if (gradient >= 0) unit_members[whole].push_back(num_main + gradient);
     if (forward >= 0 && gradient >= 0) {
       unit_members[gradient].push_back(num_main + forward);
-      split_sites_.push_back({info.child_slot, forward, gradient, gradient_mask});
+      if (gradients_may_be_left_out_) {
+        split_sites_.push_back({info.child_slot, forward, gradient, gradient_mask});
+      } else {
+        unit_members[forward].push_back(num_main + gradient);  // the call runs whole
+      }
     }
   }
   // The main loop that a block of the main graph's loops belongs to.

@@ -45,7 +45,9 @@ struct RunPlan {
 // Thread-safe; plans are cached per set of fetched and target nodes.
 class RunPruner {
  public:
-  explicit RunPruner(const ExecutableGraph* exe) : exe_(exe) {}
+  // `gradients_may_be_left_out`: SessionOptions::evaluate_without_gradients.
+  RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out)
+      : exe_(exe), gradients_may_be_left_out_(gradients_may_be_left_out) {}
 
   // `roots`: global ids of the main-block nodes the run fetches or targets.
   std::shared_ptr<const RunPlan> Plan(std::vector<int32_t> roots);
@@ -54,6 +56,7 @@ class RunPruner {
   void BuildIndexLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ExecutableGraph* exe_;
+  const bool gradients_may_be_left_out_;
   absl::Mutex mu_;
   bool indexed_ ABSL_GUARDED_BY(mu_) = false;
   // Dependency nodes: the main block's indices, then units (a main loop,

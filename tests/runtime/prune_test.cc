@@ -222,6 +222,23 @@ TEST(Prune, EvaluatingThroughARecursiveGradientCallDoesNotStep) {
       EXPECT_GT(stats.dead_firings, 0);
     }
     EXPECT_DOUBLE_EQ(s->ReadVariable("w")->scalar<double>(), 1.1);
+    {
+      // SessionOptions::evaluate_without_gradients off: the call runs whole,
+      // its gradient live, and still no step.
+      SessionOptions whole = options;
+      whole.evaluate_without_gradients = false;
+      auto w = MakeSession(g, whole);
+      ASSERT_NE(w, nullptr);
+      RunStats stats;
+      auto out = w->Run({}, {"loss"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_NEAR((*out)[0].scalar<double>(), e0 * e0, 1e-12);
+      EXPECT_EQ(stats.dead_firings, 0);
+      EXPECT_GT(exec_test::OpCount(stats, "SumToShapeOf").first, 0);
+      EXPECT_EQ(exec_test::OpCount(stats, "AssignAdd").first, 0);
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      EXPECT_DOUBLE_EQ(w->ReadVariable("w")->scalar<double>(), 1.1);
+    }
     RunStats stats;
     ASSERT_TRUE(s->Run({}, {}, {*step}, &stats).ok());
     EXPECT_EQ(stats.live_frames_after_run, 0);
