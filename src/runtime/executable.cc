@@ -167,6 +167,7 @@ class Compiler {
       ForwardTailResults();
       if (options_.release_tail_callers) MarkTailSites();
     }
+    BuildDeadDataFrontiers();
     CompactSlots();
     for (ExecBlock& blk : exe_->blocks) Layout(blk);
     for (NodeBuild& n : nodes_) {
@@ -1136,6 +1137,10 @@ class Compiler {
       for (const DeadRegionGroup& group : blk.dead_regions)
         for (const auto& frontier : group.frontier)
           for (const OutEdge& e : frontier) targeted[e.dst] = 1;
+    for (const NodeBuild& n : nodes)
+      if (Info(n).dead_data_ports != 0)
+        for (const auto& frontier : Info(n).lists->dead_data_frontier)
+          for (const OutEdge& e : frontier) targeted[e.dst] = 1;
     std::vector<std::vector<int32_t>> new_slot(exe_->blocks.size());
     for (ExecBlock& blk : exe_->blocks) {
       std::vector<int32_t>& map = new_slot[blk.id];
@@ -1179,6 +1184,125 @@ class Compiler {
       for (DeadRegionGroup& group : blk.dead_regions)
         for (auto& frontier : group.frontier)
           for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
+    for (NodeBuild& n : nodes)
+      if (Info(n).dead_data_ports != 0)
+        for (auto& frontier : Info(n).lists->dead_data_frontier)
+          for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
+  }
+
+  // NodeLists::dead_data_frontier of each grouped Switch of a function body
+  // (no pivot edges), on the final edges. What a taken port's dead token
+  // makes dead, as BuildDeadRegions finds a branch's: an op with an input
+  // from the port or from the region, a Merge whose every input comes from
+  // there. Kept out, so that they fire as before: Calls, function
+  // results, Switches of a group, nodes with edges out of the block, and
+  // nodes of a branch region (whose own frontier may carry the same edge).
+  void BuildDeadDataFrontiers() {
+    std::vector<NodeBuild>& nodes = nodes_;
+    // A Merge fires on its first live input: it is skipped only when every
+    // edge into it comes from the region.
+    std::vector<int32_t> in_edges(nodes.size(), 0);
+    for (const NodeBuild& n : nodes)
+      for (const OutEdge& e : n.edges) ++in_edges[e.dst];
+    // Switches whose data is a gradient argument (the gradient part of a
+    // split site delivers straight to it).
+    std::vector<uint8_t> gradient_fed(nodes.size(), 0);
+    for (const NodeBuild& n : nodes) {
+      if (n.kind != NodeKind::kCall || Info(n).split_role != SplitRole::kGradient) continue;
+      for (const OutEdge& e : n.edges)
+        if (e.kind == EdgeKind::kCall && nodes[e.dst].kind == NodeKind::kSwitch && e.dst_slot == nodes[e.dst].slot_base)
+          gradient_fed[e.dst] = 1;
+    }
+    for (ExecBlock& blk : exe_->blocks) {
+      if (blk.kind != ExecBlock::Kind::kFunction) continue;
+      const int32_t size = static_cast<int32_t>(blk.nodes.size());
+      // `group`, `port`: the Switch's predicate group (BuildDeadRegions'
+      // numbering) and the taken port. A node that a branch region skips
+      // stays out, unless that region is the taken port's own (skipped only
+      // when the port is not taken): the branch's frontier could carry one
+      // of its edges too.
+      auto eligible = [&](const NodeBuild& v, int32_t group, int port) {
+        if (Info(v).folded || v.has_invariants || Info(v).forwarded || !Info(v).return_edges_by_label.empty())
+          return false;
+        if (auto it = dead_with_.find(v.id); it != dead_with_.end())
+          for (const DeadWith& d : it->second)
+            if (d.block != blk.id || d.group != group || d.port != port) return false;
+        if (v.kind == NodeKind::kSwitch && (v.switch_group >= 0 || Info(v).has_pivot_edges)) return false;
+        if (v.kind != NodeKind::kKernel && v.kind != NodeKind::kSwitch && v.kind != NodeKind::kMerge &&
+            v.kind != NodeKind::kNoOutput)
+          return false;
+        for (const OutEdge& e : v.edges)
+          if (e.kind != EdgeKind::kLocal || nodes[e.dst].block != blk.id) return false;
+        return true;
+      };
+      // The candidates: (Switch, port) whose port edges stay in the block.
+      struct Candidate {
+        int32_t sw;
+        int port;
+        int32_t group;
+        std::vector<uint8_t> in;
+      };
+      std::vector<Candidate> candidates;
+      for (int32_t s = 0; s < size; ++s) {
+        const NodeBuild& sw = nodes[blk.nodes[s]];
+        if (sw.kind != NodeKind::kSwitch || sw.switch_group < 0 || Info(sw).has_pivot_edges || Info(sw).folded)
+          continue;
+        auto group_of = predicate_group_of_.find(sw.id);
+        if (group_of == predicate_group_of_.end()) continue;
+        for (int port = 0; port < 2; ++port) {
+          bool local = true, some = false;
+          for (const OutEdge& e : sw.edges) {
+            if (e.src_port != port) continue;
+            local &= e.kind == EdgeKind::kLocal && nodes[e.dst].block == blk.id;
+            some = true;
+          }
+          if (local && some) candidates.push_back({sw.id, port, group_of->second, {}});
+        }
+      }
+      // Regions of several Switches may all be skipped in one invocation
+      // (two gradients of one Cond meeting in an AddN), and an edge must
+      // leave through one frontier only: a node belongs to the first region
+      // that reaches it, and the later ones stop at it (its edges are then
+      // the first region's to deliver, or its own when it fires). Switches
+      // of a gradient argument come first: theirs are the regions a run
+      // that leaves the gradient out skips.
+      std::stable_partition(candidates.begin(), candidates.end(),
+                            [&](const Candidate& c) { return gradient_fed[c.sw]; });
+      std::vector<uint8_t> owned(size, 0);
+      for (Candidate& c : candidates) {
+        std::vector<int32_t> dead_inputs(size, 0);
+        for (const OutEdge& e : nodes[c.sw].edges)
+          if (e.src_port == c.port) ++dead_inputs[nodes[e.dst].index];
+        c.in.assign(size, 0);
+        for (bool changed = true; changed;) {
+          changed = false;
+          for (int32_t i = 0; i < size; ++i) {
+            const NodeBuild& v = nodes[blk.nodes[i]];
+            if (c.in[i] || owned[i] || !eligible(v, c.group, c.port)) continue;
+            const int32_t need = v.kind == NodeKind::kMerge ? std::max(1, in_edges[v.id]) : 1;
+            if (dead_inputs[i] < need) continue;
+            c.in[i] = 1;
+            changed = true;
+            for (const OutEdge& e : v.edges) ++dead_inputs[nodes[e.dst].index];
+          }
+        }
+        for (int32_t i = 0; i < size; ++i) owned[i] |= c.in[i];
+      }
+      for (const Candidate& c : candidates) {
+        if (std::find(c.in.begin(), c.in.end(), 1) == c.in.end()) continue;  // nothing to skip
+        NodeBuild& sw = nodes[c.sw];
+        std::vector<OutEdge> frontier;
+        for (const OutEdge& e : sw.edges)
+          if (e.src_port == c.port && !c.in[nodes[e.dst].index]) frontier.push_back(e);
+        for (int32_t i = 0; i < size; ++i) {
+          if (!c.in[i]) continue;
+          for (const OutEdge& e : nodes[blk.nodes[i]].edges)
+            if (!c.in[nodes[e.dst].index]) frontier.push_back(e);
+        }
+        Info(sw).mutable_lists().dead_data_frontier[c.port] = std::move(frontier);
+        Info(sw).dead_data_ports |= static_cast<uint8_t>(1 << c.port);
+      }
+    }
   }
 
   // The argument Merges of function `fn` (fed by its Call nodes) with their

@@ -182,6 +182,12 @@ struct NodeLists {
   // invocation is created, so the part of the body that needs them drains
   // as dead and the frame is reclaimed.
   std::vector<std::pair<int32_t, int32_t>> missing_arg_merges;
+  // A grouped Switch of a function body whose data arrives dead while its
+  // predicate is live (a gradient draining dead: SessionOptions::
+  // evaluate_without_gradients): per taken port, the edges that leave what
+  // that port's dead token would make dead, one dead token each, instead
+  // of firing it node by node (NodeInfo::dead_data_ports).
+  std::vector<OutEdge> dead_data_frontier[2];
 };
 inline const NodeLists kNoNodeLists{};
 
@@ -226,6 +232,8 @@ struct alignas(64) NodeInfo {
   // (same predicate, data = the predicate), which then never fires:
   // OutEdge::kPivot marks them.
   bool has_pivot_edges = false;
+  // Bit p: NodeLists::dead_data_frontier[p] stands for port p's edges.
+  uint8_t dead_data_ports = 0;
   // Call: the Call nodes of the site (this one is site_call_nodes[site_call_index]).
   // When some arguments of an invocation are live and some dead, the dead
   // ones enter too once the site's last Call has arrived: the body part that
@@ -253,6 +261,9 @@ struct alignas(64) NodeInfo {
   }
   const std::vector<std::pair<int32_t, int32_t>>& missing_arg_merges() const {
     return (lists ? *lists : kNoNodeLists).missing_arg_merges;
+  }
+  const std::vector<OutEdge>& dead_data_frontier(int port) const {
+    return (lists ? *lists : kNoNodeLists).dead_data_frontier[port];
   }
   const std::vector<int32_t>& site_calls() const { return site_call_nodes; }
   NodeLists& mutable_lists() {

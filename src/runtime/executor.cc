@@ -629,6 +629,7 @@ class Worker {
   // is held back for the group's frontier; pivot edges are live when
   // `pivot_port` (-1: a dead predicate) is theirs.
   void PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead, int dead_port, int pivot_port);
+  ABSL_ATTRIBUTE_NOINLINE void PropagateDeadData(Frame* f, const ExecNode& n, int held_port, int taken_port);
   // One grouped Switch of `n`'s group has fired: the last of the group in
   // `f` delivers the dead region's frontier. Returns the nodes made ready.
   int CountDownDeadRegion(Frame* f, const ExecNode& n, int dead_port) {
@@ -1328,6 +1329,23 @@ void Worker::PropagateSwitch(Frame* f, const ExecNode& n, Token* outs, bool dead
     }
   }
   if (dead_port >= 0) ready += CountDownDeadRegion(f, n, dead_port);
+  Release(f, ready - 1);
+}
+
+// A grouped Switch whose data arrived dead with a live predicate: what the
+// taken port's dead token would make dead is skipped (its frontier gets the
+// dead tokens), the held port counts down as usual, control edges go dead.
+void Worker::PropagateDeadData(Frame* f, const ExecNode& n, int held_port, int taken_port) {
+  int ready = 0;
+  for (const OutEdge* e = EdgesBegin(f, n); e != EdgesEnd(f, n); ++e) {
+    if (e->src_port >= 0) continue;
+    if (DeliverEdge(f, *e, kNoValue, true)) {
+      Push(f, e->dst);
+      ++ready;
+    }
+  }
+  ready += DeliverFrontier(f, Info(n).dead_data_frontier(taken_port));
+  ready += CountDownDeadRegion(f, n, held_port);
   Release(f, ready - 1);
 }
 
@@ -2266,7 +2284,9 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       FireRetval(f, n, out, dead);
       break;
     case NodeKind::kSwitch:
-      if (dead_port >= 0 || Info(n).has_pivot_edges) {
+      if (dead && dead_port >= 0 && (Info(n).dead_data_ports >> pivot_port & 1)) {
+        PropagateDeadData(f, n, dead_port, pivot_port);
+      } else if (dead_port >= 0 || Info(n).has_pivot_edges) {
         PropagateSwitch(f, n, out, dead, dead_port, pivot_port);
       } else {
         PropagateLocal(f, n, out, dead);
