@@ -111,12 +111,14 @@ struct SessionOptions {
   // A run that needs the results of a differentiated call (AddGradients'
   // paired forward and gradient calls, one invocation) but not its gradient
   // leaves the gradient out: the dy arguments enter dead and the gradient
-  // path drains as dead firings. That makes evaluating a training graph's
-  // loss about as cheap as the forward graph when the gradient is tensor
-  // work (a recursion of MatMuls: a third of a training step), but dearer
-  // than a whole step when it is scalar work, where a dead firing costs
-  // what a live one does (exp(w, 1000): 1.5x a step). Off: such a call runs
-  // whole, its gradient included (still nothing after it: no step).
+  // path drains (the Switches that bring them into a Cond skip what they
+  // would make dead; Calls and results on the way fire dead). That makes
+  // evaluating a training graph's loss about as cheap as the forward graph
+  // when the gradient is tensor work (a recursion of MatMuls: a third of a
+  // training step), but no cheaper than a whole step when it is scalar
+  // work, where a dead firing costs about what a live one does (exp(w,
+  // 1000): 1.1x a step). Off: such a call runs whole, its gradient included
+  // (still nothing after it: no step).
   bool evaluate_without_gradients = true;
   // Chrome trace JSON (opens in Perfetto) written after each run. Also
   // switched on by the environment variable TDF_TRACE=path.
