@@ -142,7 +142,29 @@ class Compiler {
   }
 
   absl::Status Link() {
+    // A call site's label indexes per-site tables: no more sites than Calls
+    // and Returns, or a hostile call_site would size them.
+    for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+    // A call site (function, call_site) lives in one frame: its Calls and
+    // Returns are that frame's nodes, and results are routed there by label.
+    absl::flat_hash_map<std::pair<std::string, int32_t>, int32_t> site_block;
+    for (const NodeBuild& n : nodes_) {
+      if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
+      const std::pair<std::string, int32_t> key{Info(n).def->GetString("function").value_or(""), Info(n).label};
+      auto [it, inserted] = site_block.try_emplace(key, n.block);
+      if (!inserted && it->second != n.block)
+        return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("call_site ", Info(n).label, " of '", key.first,
+                                      "' is used in two frames (another site's Calls or Returns have it)"));
+    }
+    // An Enter leads into the loop frame of the nodes that read it: without
+    // any, it has no loop to enter.
+    for (const NodeBuild& n : nodes_) {
+      if (n.kind == NodeKind::kEnter && Info(n).target_block < 0)
+        return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
+                         "no node of its loop frame reads this Enter: it enters no loop");
+    }
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
     for (NodeBuild& n : nodes_) {
@@ -295,7 +317,10 @@ class Compiler {
         case NodeKind::kCall:
         case NodeKind::kReturn: {
           TDF_ASSIGN_OR_RETURN(int64_t site, def.GetInt("call_site"));
-          if (site < 0) return NodeError(def, absl::StatusCode::kInvalidArgument, "negative call_site");
+          if (site < 0 || site >= num_call_return_nodes_)
+            return NodeError(def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("call_site ", site, " out of range: the graph has ", num_call_return_nodes_,
+                                          " Call and Return nodes"));
           Info(n).label = static_cast<int32_t>(site);
           break;
         }
@@ -363,6 +388,7 @@ class Compiler {
         } else {
           e.kind = EdgeKind::kLocal;
         }
+        TDF_RETURN_IF_ERROR(CheckCrossing(c, p, e.kind, inputs, j));
         if (counts) ++pending;
         p.edges.push_back(e);
       }
@@ -514,10 +540,15 @@ class Compiler {
           break;
         }
         case NodeKind::kArg:
-          ++blk.num_args;
-          break;
         case NodeKind::kRetval:
-          ++blk.num_results;
+          // Frames are inferred from inputs: a Retval that reads a node of a
+          // loop lands in that loop's frame, where no caller waits for it.
+          if (blk.kind != ExecBlock::Kind::kFunction)
+            return NodeError(def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("a function's ", def.op,
+                                          " must be in the function's own frame, not in a loop's (a loop's values "
+                                          "leave it through Exit)"));
+          ++(n.kind == NodeKind::kArg ? blk.num_args : blk.num_results);
           break;
         case NodeKind::kKernel: {
           if (def.op == "Variable") {
@@ -597,6 +628,44 @@ class Compiler {
       if (!two_parts || first < 0) continue;
       Info(n).split_role = Info(nodes[first]).part_mask == Info(n).part_mask ? SplitRole::kForward : SplitRole::kGradient;
       Info(n).other_part_mask = other;
+    }
+    return absl::OkStatus();
+  }
+
+  // Each kind of edge crosses frames one way only; a transformed graph
+  // edited by hand (or a corrupt one) can wire a value where the executor
+  // cannot route it, into another frame's slots.
+  absl::Status CheckCrossing(const NodeBuild& c, const NodeBuild& p, EdgeKind kind,
+                             absl::Span<const ResolvedInput> inputs, int32_t j) {
+    const NodeDef& def = *Info(c).def;
+    auto fail = [&](absl::string_view why) {
+      return NodeError(def, absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("input '", def.input[j], "' (node '", Info(p).def->name, "', ", Info(p).def->op,
+                                    "): ", why));
+    };
+    auto callee = [&](const NodeBuild& n) {
+      auto it = function_blocks_.find(Info(n).def->GetString("function").value_or(""));
+      return it == function_blocks_.end() ? -1 : it->second;
+    };
+    switch (kind) {
+      case EdgeKind::kLocal:
+      case EdgeKind::kNextIter:
+        if (p.block != c.block) return fail("comes from another frame (a loop's values leave it through Exit)");
+        break;
+      case EdgeKind::kExit:
+        if (exe_->blocks[p.block].parent != c.block) return fail("an Exit leads only into its loop's enclosing frame");
+        break;
+      case EdgeKind::kCall:
+        if (c.kind != NodeKind::kMerge || c.block != callee(p))
+          return fail("only the callee's argument Merges read a Call");
+        for (int32_t k = 0; k < j; ++k)
+          if (!inputs[k].is_control && inputs[k].src == inputs[j].src) return fail("read twice");
+        break;
+      case EdgeKind::kReturn:
+        if (p.block != callee(c)) return fail("a Return reads a result of the body of its own function only");
+        break;
+      default:
+        break;
     }
     return absl::OkStatus();
   }
@@ -1540,7 +1609,8 @@ class Compiler {
     blk.image.clear();
     if (inline_constants && blk.frame_bytes <= kMaxImageBytes) {
       blk.image.assign(blk.frame_bytes - blk.pending_offset, 0);
-      std::memcpy(blk.image.data(), blk.pending_template.data(), sizeof(int32_t) * blk.pending_template.size());
+      if (!blk.pending_template.empty())  // an empty block's is null: no memcpy from it
+        std::memcpy(blk.image.data(), blk.pending_template.data(), sizeof(int32_t) * blk.pending_template.size());
       for (const auto& [slot, value] : blk.prefilled) {
         char* at = blk.image.data() + (blk.slots_offset - blk.pending_offset) + sizeof(Token) * slot;
         std::memcpy(at, static_cast<const void*>(&value), sizeof(Tensor));  // an inline scalar owns nothing
@@ -1559,6 +1629,7 @@ class Compiler {
   absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
   absl::flat_hash_map<int32_t, int32_t> predicate_group_of_;
+  int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
   absl::flat_hash_map<std::string, int32_t> op_ids_;
   std::map<std::string, int32_t> function_blocks_;

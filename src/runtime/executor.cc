@@ -2580,6 +2580,18 @@ Executor::Executor(const ExecutableGraph* exe, const SessionOptions& options, Va
 
 Executor::~Executor() = default;
 
+namespace {
+
+// An Enter's or a Call's output is delivered into a loop's or a callee's
+// frame, not main's: there is nothing in main to fetch or wait for.
+std::string IntoChildMessage(const char* what, const std::string& name, const NodeDef& def) {
+  return absl::StrCat(what, " '", name, "': node '", def.name, "' (", def.op, ") delivers into ",
+                      def.op == "Enter" ? "its loop's frame; fetch the loop's results (its Exits)"
+                                        : "the callee's frame; fetch the call's results (its Returns)");
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, RunStats* stats) {
   auto Info = [this](const ExecNode& n) -> const NodeInfo& { return exe_->info[n.id]; };
   RunState run;
@@ -2631,6 +2643,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     } else if (port >= exe_->nodes[id].num_outputs) {
       return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node has ", exe_->nodes[id].num_outputs,
                                                      " outputs"));
+    } else if (const NodeKind kind = exe_->nodes[id].kind; kind == NodeKind::kEnter || kind == NodeKind::kCall) {
+      return absl::InvalidArgumentError(IntoChildMessage("fetch", fetch, *Info(exe_->nodes[id]).def));
     }
     run.fetches.push_back({id, port});
     auto [first, inserted] = run.fetch_first.try_emplace(id, -1);
@@ -2652,6 +2666,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       }
       continue;
     }
+    if (const NodeKind kind = exe_->nodes[id].kind; kind == NodeKind::kEnter || kind == NodeKind::kCall)
+      return absl::InvalidArgumentError(IntoChildMessage("target", t, *Info(exe_->nodes[id]).def));
     targets.push_back(id);
     run.root_watch[exe_->nodes[id].index] = 1;
   }
