@@ -27,27 +27,13 @@ namespace {
 
 using exec_test::Built;
 using exec_test::Feeds;
+using exec_test::ForEachMode;
 using exec_test::I;
 using exec_test::MakeSession;
 using exec_test::Outs;
 using exec_test::RunResult;
 using ::testing::HasSubstr;
 
-const char* ModeName(ExecutionMode mode) { return mode == ExecutionMode::kStatic ? "static" : "dynamic"; }
-
-// Runs `body` on a session of `graph` in static and in dynamic mode, each
-// under a trace naming it: the fixes make both modes answer alike.
-void ForEachMode(const Graph& graph, int workers, const std::function<void(Session*)>& body) {
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = workers;
-    auto s = MakeSession(graph, options);
-    ASSERT_NE(s, nullptr);
-    body(s.get());
-  }
-}
 
 // two(a, b) = (a + b, a - b); main: r = two(x, 1), "sum" = Identity(r[0]).
 struct TwoResults {

@@ -131,6 +131,22 @@ inline std::vector<std::string> NodesWithOp(const Session& s, const std::string&
 // 2 * fib(n) - 1 invocations.
 inline int64_t FibCalls(int64_t fib_n) { return 2 * fib_n - 1; }
 
+inline const char* ModeName(ExecutionMode mode) { return mode == ExecutionMode::kStatic ? "static" : "dynamic"; }
+
+// Runs `body` on a session of `graph` in static and in dynamic mode, each
+// under a trace naming it: for what both modes must do alike.
+inline void ForEachMode(const Graph& graph, int workers, const std::function<void(Session*)>& body) {
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    SCOPED_TRACE(ModeName(mode));
+    SessionOptions options;
+    options.mode = mode;
+    options.num_workers = workers;
+    auto s = MakeSession(graph, options);
+    ASSERT_NE(s, nullptr);
+    body(s.get());
+  }
+}
+
 // Every combination of value forwarding (with and without releasing tail
 // callers), dead-branch skipping and the
 // general (per-node counting) path, each under a trace that names it: the

@@ -23,26 +23,13 @@ namespace {
 
 using exec_test::Built;
 using exec_test::FibCalls;
+using exec_test::ForEachMode;
 using exec_test::I;
 using exec_test::MakeSession;
 using ::testing::HasSubstr;
 
 constexpr DType kI = DType::kInt64;
 constexpr DType kF = DType::kFloat64;
-
-const char* ModeName(ExecutionMode mode) { return mode == ExecutionMode::kStatic ? "static" : "dynamic"; }
-
-void ForEachMode(const Graph& graph, const std::function<void(Session*)>& body, int workers = 1) {
-  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
-    SCOPED_TRACE(ModeName(mode));
-    SessionOptions options;
-    options.mode = mode;
-    options.num_workers = workers;
-    auto s = MakeSession(graph, options);
-    ASSERT_NE(s, nullptr);
-    body(s.get());
-  }
-}
 
 int64_t Int(const Tensor& t) { return t.scalar<int64_t>(); }
 
@@ -56,7 +43,7 @@ Graph TwoIndependent() {
 }
 
 TEST(Prune, AFetchNeedsOnlyTheFeedsItReads) {
-  ForEachMode(TwoIndependent(), [](Session* s) {
+  ForEachMode(TwoIndependent(), 1, [](Session* s) {
     RunStats stats;
     auto a = s->Run({{"x", I(5)}}, {"a"}, {}, &stats);
     ASSERT_TRUE(a.ok()) << a.status();
@@ -89,7 +76,7 @@ TEST(Prune, AFetchNeedsOnlyTheFeedsItReads) {
 }
 
 TEST(Prune, ARunWithoutFetchesOrTargetsFiresNothing) {
-  ForEachMode(TwoIndependent(), [](Session* s) {
+  ForEachMode(TwoIndependent(), 1, [](Session* s) {
     RunStats stats;
     auto out = s->Run({}, {}, {}, &stats);
     ASSERT_TRUE(out.ok()) << out.status();
@@ -120,7 +107,7 @@ Counter CounterGraph() {
 
 TEST(Prune, SideEffectsRunOnlyWhenSomethingNeedsThem) {
   Counter g = CounterGraph();
-  ForEachMode(g.graph, [&](Session* s) {
+  ForEachMode(g.graph, 1, [&](Session* s) {
     auto count = [&] { return Int(*s->ReadVariable("count")); };
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->Run({{"x", I(1)}}, {"out"}).ok());
     EXPECT_EQ(count(), 0);
@@ -148,7 +135,7 @@ TEST(Prune, FetchingTheLossOfATrainingGraphDoesNotStep) {
   ASSERT_TRUE(grads.ok()) << grads.status();
   auto step = AddSgdStep(g, {"w"}, *grads, 0.01);
   ASSERT_TRUE(step.ok()) << step.status();
-  ForEachMode(g, [&](Session* s) {
+  ForEachMode(g, 1, [&](Session* s) {
     auto w_now = [&] { return s->ReadVariable("w")->scalar<double>(); };
     for (int i = 0; i < 3; ++i) {
       auto out = s->Run({}, {"loss", (*grads)[0]});
@@ -268,7 +255,7 @@ TEST(Prune, ALoopNothingNeedsNeverStarts) {
                                       },
                                       {b.Const<int64_t>(0)});
   b.Identity(count[0], "count");
-  ForEachMode(Built(b), [](Session* s) {
+  ForEachMode(Built(b), 1, [](Session* s) {
     RunStats sum_stats, count_stats, both_stats;
     auto sum = s->Run({{"n", I(10)}}, {"sum"}, {}, &sum_stats);
     ASSERT_TRUE(sum.ok()) << sum.status();
@@ -311,32 +298,29 @@ TEST(Prune, ACallSiteNothingNeedsMakesNoInvocation) {
   const std::string first_invoke = b.Name(first[0]);
   for (int workers : {1, 2}) {
     SCOPED_TRACE(workers);
-    ForEachMode(
-        Built(b),
-        [&](Session* s) {
-          RunStats stats;
-          auto out = s->Run({{"n", I(10)}}, {"first"}, {}, &stats);
-          ASSERT_TRUE(out.ok()) << out.status();
-          EXPECT_EQ(Int((*out)[0]), 89);
-          EXPECT_EQ(stats.frames_created, 1 + FibCalls(89));
-          EXPECT_EQ(stats.live_frames_after_run, 0);
-          // The call fetched by its Invoke's name.
-          out = s->Run({{"n", I(10)}}, {first_invoke}, {}, &stats);
-          ASSERT_TRUE(out.ok()) << out.status();
-          EXPECT_EQ(Int((*out)[0]), 89);
-          EXPECT_EQ(stats.frames_created, 1 + FibCalls(89));
-          out = s->Run({{"m", I(5)}}, {"second"}, {}, &stats);
-          ASSERT_TRUE(out.ok()) << out.status();
-          EXPECT_EQ(Int((*out)[0]), 8);
-          EXPECT_EQ(stats.frames_created, 1 + FibCalls(8));
-          out = s->Run({{"n", I(10)}, {"m", I(5)}}, {"second", "first"}, {}, &stats);
-          ASSERT_TRUE(out.ok()) << out.status();
-          EXPECT_EQ(Int((*out)[0]), 8);
-          EXPECT_EQ(Int((*out)[1]), 89);
-          EXPECT_EQ(stats.frames_created, 1 + FibCalls(89) + FibCalls(8));
-          EXPECT_EQ(stats.live_frames_after_run, 0);
-        },
-        workers);
+    ForEachMode(Built(b), workers, [&](Session* s) {
+      RunStats stats;
+      auto out = s->Run({{"n", I(10)}}, {"first"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(Int((*out)[0]), 89);
+      EXPECT_EQ(stats.frames_created, 1 + FibCalls(89));
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      // The call fetched by its Invoke's name.
+      out = s->Run({{"n", I(10)}}, {first_invoke}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(Int((*out)[0]), 89);
+      EXPECT_EQ(stats.frames_created, 1 + FibCalls(89));
+      out = s->Run({{"m", I(5)}}, {"second"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(Int((*out)[0]), 8);
+      EXPECT_EQ(stats.frames_created, 1 + FibCalls(8));
+      out = s->Run({{"n", I(10)}, {"m", I(5)}}, {"second", "first"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(Int((*out)[0]), 8);
+      EXPECT_EQ(Int((*out)[1]), 89);
+      EXPECT_EQ(stats.frames_created, 1 + FibCalls(89) + FibCalls(8));
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+    });
   }
 }
 
@@ -350,7 +334,7 @@ TEST(Prune, ACondOfTheMainGraph) {
       [&] { return std::vector<Output>{b.Sub(x, b.Const<int64_t>(1))}; });
   b.Identity(r[0], "r");
   b.Identity(b.Mul(y, y), "other");
-  ForEachMode(Built(b), [](Session* s) {
+  ForEachMode(Built(b), 1, [](Session* s) {
     for (bool pred : {true, false}) {
       RunStats stats;
       auto out = s->Run({{"p", Tensor::Scalar<bool>(pred)}, {"x", I(10)}}, {"r"}, {}, &stats);
