@@ -561,7 +561,9 @@ class Compiler {
             TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, MakeStateKernel(def));
             exe_->kernels.push_back(std::move(k));
           } else {
-            TDF_ASSIGN_OR_RETURN(Device device, Device::Parse(def.device));
+            absl::StatusOr<Device> parsed = Device::Parse(def.device);
+            if (!parsed.ok()) return NodeError(def, parsed.status().code(), parsed.status().message());
+            const Device device = *parsed;
             TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, device.type));
             exe_->kernels.push_back(std::move(k));
             Info(n).device = device;

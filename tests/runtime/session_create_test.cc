@@ -78,5 +78,22 @@ TEST(SessionCreate, AnInvalidRvalueGraphIsAnErrorAndKeptIntact) {
   EXPECT_EQ(*g, before);  // validation fails before anything is taken
 }
 
+// A device name the runtime does not know is an error naming the node
+// (it was the bare "unknown device" message, found by mutated_graphs_test).
+TEST(SessionCreate, AnUnknownDeviceNamesTheNode) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output y = b.Add(x, b.Const<int64_t>(1));
+  b.SetDevice(y, "tpu:7");
+  b.Identity(y, "result");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(*g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("node '" + b.Name(y) + "' (Add)"), absl::string_view::npos) << s.status();
+  EXPECT_NE(s.status().message().find("unknown device 'tpu:7'"), absl::string_view::npos) << s.status();
+}
+
 }  // namespace
 }  // namespace tdf
