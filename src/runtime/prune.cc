@@ -1,5 +1,7 @@
 #include "runtime/prune.h"
 
+#include "base/sync.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -120,11 +122,9 @@ void RunPruner::BuildIndexLocked() {
 std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
   std::sort(roots.begin(), roots.end());
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    if (auto it = cache_.find(roots); it != cache_.end()) return it->second;
-  }
-  absl::MutexLock lock(&mu_);
+  // One exclusive lock: a lookup is short, and base::MutexLock tells TSan
+  // about the ordering (the Debian Abseil is not instrumented).
+  base::MutexLock lock(&mu_);
   if (auto it = cache_.find(roots); it != cache_.end()) return it->second;
   if (!indexed_) BuildIndexLocked();
   const ExecutableGraph& exe = *exe_;
