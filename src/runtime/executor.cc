@@ -2789,15 +2789,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
         const ExecNode& n = exe_->nodes[run.fetches[k].node];
         bool fired = run.fired_in_root[n.index];
         status = absl::FailedPreconditionError(absl::StrCat(
-            "fetch '", request.fetches[k], "' was not produced: node '", Info(n).def->name, "' (", Info(n).def->op, ") ",
+            "fetch '", request.fetches[k], "' was not produced: ", NodeAtTag(Info(n), root), " ",
             fired ? "fired with a dead output" : "never fired", "; the run stopped making progress"));
         break;
       }
     }
     for (int32_t id : targets) {
       if (status.ok() && !run.fired_in_root[exe_->nodes[id].index])
-        status = absl::FailedPreconditionError(absl::StrCat("target node '", exe_->info[id].def->name, "' (",
-                                                            exe_->info[id].def->op, ") never ran"));
+        status = absl::FailedPreconditionError(
+            absl::StrCat("target ", NodeAtTag(exe_->info[id], root), " never ran"));
     }
   }
   // Reclaim whatever is still live (after errors and stalls); on a clean run

@@ -239,9 +239,9 @@ TEST_P(ErrorsTest, FetchOfDeadValueFailsNamingTheNode) {
         << fetch;
   }
   absl::StatusOr<std::vector<Tensor>> out = s->Run({}, {"out"});
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'out' (Identity)"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'out' (Identity) at tag []"));
   out = s->Run({}, {"m"});
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'm' (Merge)"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("node 'm' (Merge) at tag []"));
   // The live side of the same Switch is fetchable.
   RunStats stats;
   out = s->Run({}, {"sw:0"}, {}, &stats);
@@ -269,7 +269,7 @@ TEST_P(ErrorsTest, CallWithOneDeadArgumentGivesADeadResultNotAHang) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(out.status().message()),
-              AllOf(HasSubstr("fetch 'result' was not produced: node 'result' (Identity)"),
+              AllOf(HasSubstr("fetch 'result' was not produced: node 'result' (Identity) at tag []"),
                     HasSubstr("stopped making progress")));
   EXPECT_EQ(stats.frames_created, 2);  // the root and one invocation of f
   EXPECT_EQ(exec_test::OpCount(stats, "Add"), std::make_pair(int64_t{0}, int64_t{1}));
