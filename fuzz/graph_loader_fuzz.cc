@@ -1,6 +1,6 @@
 // libFuzzer target for the graph loaders (tdf/serialize.h): every input goes
-// through the binary and the text loader; whatever loads is validated and
-// must re-serialize to a fixed point. A crash, sanitizer report, abort or
+// through the binary and the text graph loaders and the binary checkpoint
+// loader; whatever loads is validated and must re-serialize to a fixed point. A crash, sanitizer report, abort or
 // failed check is a bug: the loaders take untrusted files.
 //
 //   cmake --preset fuzz && cmake --build --preset fuzz --target tdf_graph_loader_fuzz
@@ -52,5 +52,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (binary.ok()) CheckLoaded(*binary);
   absl::StatusOr<tdf::Graph> text = tdf::GraphFromText(input);
   if (text.ok()) CheckLoaded(*text);
+  // The checkpoint loader shares the tensor decoding; what it loads must
+  // serialize and load back the same.
+  absl::StatusOr<tdf::NamedTensors> tensors = tdf::ParseTensors(input);
+  if (tensors.ok()) {
+    absl::StatusOr<std::string> bytes = tdf::SerializeTensors(*tensors);
+    absl::StatusOr<tdf::NamedTensors> again = bytes.ok() ? tdf::ParseTensors(*bytes) : bytes.status();
+    if (!again.ok() || again->size() != tensors->size()) {
+      std::fprintf(stderr, "loaded tensors do not round-trip\n");
+      std::abort();
+    }
+  }
   return 0;
 }

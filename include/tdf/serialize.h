@@ -23,11 +23,14 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tdf/graph.h"
+#include "tdf/tensor.h"
 
 namespace tdf {
 
@@ -60,8 +63,25 @@ absl::StatusOr<Graph> GraphFromText(absl::string_view text);
 // By extension: ".pbtxt"/".txt"/".pbtext" text, ".pb"/".bin" binary; any
 // other extension is sniffed (binary first, then text). Errors name the path.
 absl::StatusOr<Graph> LoadGraph(const std::string& path);
-// ".pbtxt"/".txt"/".pbtext" text, anything else binary.
+// ".pbtxt"/".txt"/".pbtext" text, anything else binary. Written to a
+// temporary file beside `path` and renamed over it, so `path` holds either
+// the old file or the whole new one.
 absl::Status SaveGraph(const Graph& graph, const std::string& path);
+
+// ---- Named tensors (checkpoints) ----
+//
+// A list of (name, tensor) pairs in proto/graph.proto's NamedTensorsProto:
+// what Session::SaveVariables writes and RestoreVariables reads. Names are
+// unique, non-empty UTF-8; tensors are valid CPU tensors. The loaders take
+// untrusted input as the graph loaders do, with a larger size limit.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+inline constexpr int64_t kMaxSerializedTensorsBytes = int64_t{1} << 30;
+
+absl::StatusOr<std::string> SerializeTensors(const NamedTensors& tensors);
+absl::StatusOr<NamedTensors> ParseTensors(absl::string_view bytes);
+// Forms by extension, as for graphs; the file is replaced atomically.
+absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path);
+absl::StatusOr<NamedTensors> LoadTensors(const std::string& path);
 
 }  // namespace tdf
 

@@ -218,6 +218,25 @@ class Session {
   // The current value of a variable (by the Variable node's name).
   absl::StatusOr<Tensor> ReadVariable(const std::string& name) const;
   absl::Status AssignVariable(const std::string& name, const Tensor& value);
+  // The Variable nodes' names, in graph order.
+  std::vector<std::string> VariableNames() const;
+
+  // Checkpoints: every variable's value, by name, in one file (the format
+  // and atomic replacement of tdf::SaveTensors, tdf/serialize.h: text for
+  // ".pbtxt", binary otherwise). Each variable is read under its own lock,
+  // so save between runs for a consistent set (during a training step it
+  // may mix values from before and after an update).
+  //
+  //   TDF_RETURN_IF_ERROR(session->SaveVariables("model.ckpt"));
+  //   ... later, in a session of the same graph (or one with the same variables):
+  //   TDF_RETURN_IF_ERROR(session->RestoreVariables("model.ckpt"));
+  absl::Status SaveVariables(const std::string& path) const;
+  // Sets variables from a checkpoint. Every tensor in the file must name a
+  // variable of this session (NOT_FOUND otherwise) with its dtype and its
+  // current shape (INVALID_ARGUMENT), and every variable must be in the
+  // file (NOT_FOUND) unless `allow_missing`, which leaves the missing ones
+  // as they are. Nothing is assigned unless all of it checks.
+  absl::Status RestoreVariables(const std::string& path, bool allow_missing = false);
 
   class Impl;
 

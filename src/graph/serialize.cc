@@ -3,13 +3,17 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -609,23 +613,53 @@ absl::Status OpenError(int error_number, absl::StatusCode fallback, const std::s
   return absl::ErrnoToStatus(error_number, message);
 }
 
-}  // namespace
-
-absl::StatusOr<Graph> LoadGraph(const std::string& path) {
+// The whole file, refused past `limit` bytes before reading it.
+absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, int64_t limit) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) return OpenError(errno, absl::StatusCode::kNotFound, absl::StrCat("cannot open '", path, "'"));
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0) return absl::UnavailableError(absl::StrCat("cannot read '", path, "'"));
-  if (size > kMaxSerializedGraphBytes)
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path, "' has ", size, " bytes, more than the limit of ", kMaxSerializedGraphBytes));
+  if (size > limit)
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' has ", size, " bytes, more than the limit of ", limit));
   in.seekg(0, std::ios::beg);
   std::string data(static_cast<size_t>(size), '\0');
   if (size > 0 && !in.read(data.data(), size)) return absl::UnavailableError(absl::StrCat("cannot read '", path, "'"));
+  return data;
+}
 
-  auto annotate = [&](const absl::Status& s) { return absl::Status(s.code(), absl::StrCat(path, ": ", s.message())); };
+// Writes a temporary file beside `path` and renames it over `path` (atomic
+// on POSIX file systems): a crash or a full disk mid-write leaves the old
+// file, never a truncated one, which matters most for checkpoints.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view data) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
+  errno = 0;
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  if (!out) return OpenError(errno, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) {
+    std::remove(temp.c_str());
+    return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error_number = errno;
+    std::remove(temp.c_str());
+    return OpenError(error_number, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AnnotateWithPath(const std::string& path, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> LoadGraph(const std::string& path) {
+  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, kMaxSerializedGraphBytes));
   absl::StatusOr<Graph> g;
   if (IsTextPath(path)) {
     g = GraphFromText(data);
@@ -640,7 +674,7 @@ absl::StatusOr<Graph> LoadGraph(const std::string& path) {
       if (other.ok()) return other;
     }
   }
-  if (!g.ok()) return annotate(g.status());
+  if (!g.ok()) return AnnotateWithPath(path, g.status());
   return g;
 }
 
@@ -655,13 +689,140 @@ absl::Status SaveGraph(const Graph& graph, const std::string& path) {
   } else {
     TDF_ASSIGN_OR_RETURN(data, SerializeGraph(graph));
   }
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return OpenError(errno, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
+  return WriteFileAtomically(path, data);
+}
+
+// ---- Named tensors ----
+
+namespace {
+
+absl::Status MalformedTensors(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("malformed tensors: ", where, ": ", what));
+}
+
+absl::Status NamedTensorsToProto(const NamedTensors& tensors, pb::NamedTensorsProto* out) {
+  std::set<absl::string_view> names;
+  for (const auto& [name, tensor] : tensors) {
+    if (name.empty()) return absl::InvalidArgumentError("cannot serialize a tensor with an empty name");
+    TDF_RETURN_IF_ERROR(CheckName(absl::StrCat("tensor name '", name, "'"), name));
+    if (!names.insert(name).second)
+      return absl::InvalidArgumentError(absl::StrCat("cannot serialize two tensors named '", name, "'"));
+    if (!tensor.valid())
+      return absl::InvalidArgumentError(absl::StrCat("cannot serialize tensor '", name, "': it holds no value"));
+    pb::NamedTensorsProto::Entry* entry = out->add_entry();
+    entry->set_name(name);
+    absl::Status s = TensorToProto(tensor, entry->mutable_tensor());
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat("tensor '", name, "': ", s.message()));
+  }
+  out->mutable_versions()->set_producer(kGraphFormatVersion);
+  out->mutable_versions()->set_min_consumer(kGraphFormatVersion);
+  if (out->ByteSizeLong() > static_cast<size_t>(kMaxSerializedTensorsBytes))
+    return absl::InvalidArgumentError(absl::StrCat("tensors serialize to ", out->ByteSizeLong(),
+                                                   " bytes, more than loaders accept (", kMaxSerializedTensorsBytes,
+                                                   ")"));
   return absl::OkStatus();
+}
+
+absl::StatusOr<NamedTensors> NamedTensorsFromProto(const pb::NamedTensorsProto& p) {
+  if (p.has_versions() && p.versions().min_consumer() > kGraphFormatVersion)
+    return absl::InvalidArgumentError(absl::StrCat("tensors need format version ", p.versions().min_consumer(),
+                                                   "; this tdf reads version ", kGraphFormatVersion));
+  NamedTensors out;
+  out.reserve(p.entry_size());
+  std::set<absl::string_view> names;
+  for (int i = 0; i < p.entry_size(); ++i) {
+    const pb::NamedTensorsProto::Entry& e = p.entry(i);
+    const std::string where = absl::StrCat("tensor '", e.name(), "'");
+    if (e.name().empty()) return MalformedTensors(absl::StrCat("entry ", i), "a tensor without a name");
+    if (!names.insert(e.name()).second) return MalformedTensors(where, "the name appears twice");
+    absl::StatusOr<Tensor> t = TensorFromProto(e.tensor(), where);
+    if (!t.ok()) {
+      // TensorFromProto speaks of graphs, where its tensors usually are.
+      std::string message(t.status().message());
+      if (absl::StartsWith(message, "malformed graph: ")) message.replace(0, 15, "malformed tensors");
+      return absl::Status(t.status().code(), message);
+    }
+    if (!t->valid()) return MalformedTensors(where, "no value (DT_INVALID)");
+    out.emplace_back(e.name(), *std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<NamedTensors> TensorsFromText(absl::string_view text) {
+  if (text.size() > static_cast<size_t>(kMaxSerializedTensorsBytes))
+    return absl::InvalidArgumentError(absl::StrCat("tensor text of ", text.size(), " bytes exceeds the limit of ",
+                                                   kMaxSerializedTensorsBytes));
+  pb::NamedTensorsProto p;
+  TextErrorCollector errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  google::protobuf::io::ArrayInputStream stream(text.data(), static_cast<int>(text.size()));
+  if (!parser.Parse(&stream, &p))
+    return absl::InvalidArgumentError(absl::StrCat("malformed tensors text: ", errors.Summary()));
+  return NamedTensorsFromProto(p);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SerializeTensors(const NamedTensors& tensors) {
+  pb::NamedTensorsProto p;
+  TDF_RETURN_IF_ERROR(NamedTensorsToProto(tensors, &p));
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!p.SerializeToCodedStream(&coded)) return absl::InternalError("protobuf serialization failed");
+  }
+  return out;
+}
+
+absl::StatusOr<NamedTensors> ParseTensors(absl::string_view bytes) {
+  if (bytes.size() > static_cast<size_t>(kMaxSerializedTensorsBytes))
+    return absl::InvalidArgumentError(absl::StrCat("serialized tensors of ", bytes.size(),
+                                                   " bytes exceed the limit of ", kMaxSerializedTensorsBytes));
+  pb::NamedTensorsProto p;
+  bool parsed = false;
+  {
+    google::protobuf::LogSilencer quiet;  // see ParseGraph
+    parsed = p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed)
+    return absl::InvalidArgumentError(
+        "malformed tensors: not a valid binary NamedTensorsProto (or a name in it is not valid UTF-8)");
+  return NamedTensorsFromProto(p);
+}
+
+absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path) {
+  std::string data;
+  if (IsTextPath(path)) {
+    pb::NamedTensorsProto p;
+    TDF_RETURN_IF_ERROR(NamedTensorsToProto(tensors, &p));
+    google::protobuf::TextFormat::Printer printer;
+    printer.PrintToString(p, &data);
+  } else {
+    TDF_ASSIGN_OR_RETURN(data, SerializeTensors(tensors));
+  }
+  return WriteFileAtomically(path, data);
+}
+
+absl::StatusOr<NamedTensors> LoadTensors(const std::string& path) {
+  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, kMaxSerializedTensorsBytes));
+  absl::StatusOr<NamedTensors> t;
+  if (IsTextPath(path)) {
+    t = TensorsFromText(data);
+  } else if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".bin")) {
+    t = ParseTensors(data);
+  } else {
+    const bool text_first = LooksLikeText(data);
+    t = text_first ? TensorsFromText(data) : ParseTensors(data);
+    if (!t.ok()) {
+      absl::StatusOr<NamedTensors> other = text_first ? ParseTensors(data) : TensorsFromText(data);
+      if (other.ok()) return other;
+    }
+  }
+  if (!t.ok()) return AnnotateWithPath(path, t.status());
+  return t;
 }
 
 }  // namespace tdf

@@ -8,11 +8,14 @@
 
 #include "base/sync.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/executable.h"
 #include "runtime/executor.h"
 #include "runtime/state_kernels.h"
 #include "tdf/placement.h"
+#include "tdf/serialize.h"
 #include "tdf/status.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
@@ -188,6 +191,60 @@ absl::Status Session::AssignVariable(const std::string& name, const Tensor& valu
     return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
+}
+
+std::vector<std::string> Session::VariableNames() const {
+  std::vector<std::string> names;
+  names.reserve(impl_->variables.slots.size());
+  for (const auto& slot : impl_->variables.slots) names.push_back(slot->name);
+  return names;
+}
+
+absl::Status Session::SaveVariables(const std::string& path) const {
+  NamedTensors values;
+  values.reserve(impl_->variables.slots.size());
+  for (const auto& slot : impl_->variables.slots) {
+    base::MutexLock lock(&slot->mu);
+    values.emplace_back(slot->name, slot->value);
+  }
+  return SaveTensors(values, path);
+}
+
+absl::Status Session::RestoreVariables(const std::string& path, bool allow_missing) {
+  TDF_ASSIGN_OR_RETURN(NamedTensors values, LoadTensors(path));
+  absl::flat_hash_map<absl::string_view, runtime::VariableSlot*> by_name;
+  for (const auto& slot : impl_->variables.slots) by_name.emplace(slot->name, slot.get());
+  std::vector<std::pair<runtime::VariableSlot*, const Tensor*>> assignments;
+  assignments.reserve(values.size());
+  for (const auto& [name, value] : values) {
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      return absl::NotFoundError(absl::StrCat(path, ": the session has no variable '", name, "'"));
+    runtime::VariableSlot* slot = it->second;
+    Shape current;
+    {
+      base::MutexLock lock(&slot->mu);
+      current = slot->value.shape();
+    }
+    if (value.dtype() != slot->dtype || value.shape() != current)
+      return absl::InvalidArgumentError(absl::StrCat(path, ": variable '", name, "' is ", DTypeName(slot->dtype),
+                                                     current.DebugString(), ", the checkpoint holds ",
+                                                     DTypeName(value.dtype()), value.shape().DebugString()));
+    assignments.emplace_back(slot, &value);
+    by_name.erase(it);
+  }
+  if (!allow_missing && !by_name.empty()) {
+    std::vector<std::string> missing;
+    for (const auto& slot : impl_->variables.slots)
+      if (by_name.contains(slot->name)) missing.push_back(absl::StrCat("'", slot->name, "'"));
+    return absl::NotFoundError(absl::StrCat(path, ": no value for variable", missing.size() > 1 ? "s " : " ",
+                                            absl::StrJoin(missing, ", ")));
+  }
+  for (const auto& [slot, value] : assignments) {
+    base::MutexLock lock(&slot->mu);
+    slot->value = *value;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tdf

@@ -5,6 +5,7 @@
 //   tdf dot FILE [-o OUT.dot] [--static]
 //   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--target NODE]
 //                [--workers N] [--mode static|dynamic] [--trace out.json] [--stats]
+//                [--runs N] [--restore CKPT] [--save CKPT]
 //   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
 //
 // FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
@@ -49,8 +50,10 @@ constexpr char kUsage[] =
     "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
     "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
+    "      [--runs N] [--restore CKPT] [--save CKPT]\n"
     "                                      run what the fetches and targets need and\n"
-    "                                      print the fetched tensors\n"
+    "                                      print the fetched tensors (of the last of N\n"
+    "                                      runs); variables from / to a checkpoint\n"
     "  reference NAME -o OUT               save a built-in reference program\n"
     "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
     "                                       while_loop call_in_while while_in_function)\n"
@@ -292,6 +295,10 @@ int Run(const Args& args) {
     return Usage("run", absl::StrCat("--mode ", mode, ": expected static or dynamic"));
   }
   options.trace_path = args.Get("--trace");
+  const std::string runs_arg = args.Get("--runs", "1");
+  int runs = 1;
+  if (!absl::SimpleAtoi(runs_arg, &runs) || runs < 1)
+    return Usage("run", absl::StrCat("--runs ", runs_arg, ": not a positive integer"));
 
   absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
   if (!graph.ok()) return Fail(graph.status());
@@ -313,9 +320,20 @@ int Run(const Args& args) {
 
   absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(*graph, options);
   if (!session.ok()) return Fail(session.status());
+  if (const std::string restore = args.Get("--restore"); !restore.empty()) {
+    absl::Status restored = (*session)->RestoreVariables(restore);
+    if (!restored.ok()) return Fail(restored);
+  }
   tdf::RunStats stats;
-  absl::StatusOr<std::vector<tdf::Tensor>> outputs = (*session)->Run(feeds, fetches, targets, &stats);
-  if (!outputs.ok()) return Fail(outputs.status());
+  absl::StatusOr<std::vector<tdf::Tensor>> outputs;
+  for (int i = 0; i < runs; ++i) {
+    outputs = (*session)->Run(feeds, fetches, targets, &stats);
+    if (!outputs.ok()) return Fail(outputs.status());
+  }
+  if (const std::string save = args.Get("--save"); !save.empty()) {
+    absl::Status saved = (*session)->SaveVariables(save);
+    if (!saved.ok()) return Fail(saved);
+  }
   for (size_t i = 0; i < fetches.size() && i < outputs->size(); ++i)
     std::cout << fetches[i] << " = " << FormatTensor((*outputs)[i]) << "\n";
   if (args.Has("--stats")) PrintStats(stats);
@@ -370,7 +388,10 @@ int main(int argc, char** argv) {
       {"validate", {{}, {}, Validate}},
       {"transform", {{"-o"}, {}, Transform}},
       {"dot", {{"-o"}, {"--static"}, Dot}},
-      {"run", {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace"}, {"--stats"}, Run}},
+      {"run",
+       {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save"},
+        {"--stats"},
+        Run}},
       {"reference", {{"-o"}, {}, Reference}},
   };
   auto it = kCommands->find(command);
