@@ -189,16 +189,23 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
   }
   // Nodes inside a loop body that read only loop invariants would otherwise
   // run in the exiting iteration too: like sourceless nodes, they are
-  // triggered by the iteration's pivot.
-  bool only_invariants = !inputs.empty() && contexts_[current_context_]->kind == Context::Kind::kLoop;
-  for (size_t i = 0; only_invariants && i < def.input.size(); ++i) {
+  // triggered by the iteration's pivot. So is a call that reads any
+  // invariant: its arguments enter the callee one by one (a Call per
+  // argument in static mode), and a live invariant would start a partial
+  // invocation in the exiting iteration, running whatever in the callee
+  // needs only that argument (side effects included).
+  const bool in_loop = !inputs.empty() && contexts_[current_context_]->kind == Context::Kind::kLoop;
+  bool only_invariants = in_loop, any_invariant = false;
+  for (size_t i = 0; in_loop && i < def.input.size(); ++i) {
     const std::string& in = def.input[i];
     const std::string producer = in.substr(0, in.rfind(':') == std::string::npos ? in.size() : in.rfind(':'));
     auto it = node_by_name_.find(producer);
     const NodeDef* p = it == node_by_name_.end() ? nullptr : &nodes_[it->second].def;
-    only_invariants &= p != nullptr && p->op == "Enter" && p->GetBoolOr("is_constant", false);
+    const bool invariant = p != nullptr && p->op == "Enter" && p->GetBoolOr("is_constant", false);
+    only_invariants &= invariant;
+    any_invariant |= invariant;
   }
-  if (only_invariants) {
+  if (only_invariants || (op == "Invoke" && any_invariant)) {
     Output pivot = contexts_[current_context_]->pivot;
     if (pivot.valid()) def.input.push_back(absl::StrCat("^", nodes_[pivot.node].def.name));
   }
