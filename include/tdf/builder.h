@@ -103,7 +103,16 @@ class GraphBuilder {
   Output Mul(Output a, Output b) { return Op("Mul", {a, b}); }
   Output Div(Output a, Output b) { return Op("Div", {a, b}); }
   Output Mod(Output a, Output b) { return Op("Mod", {a, b}); }
+  Output Maximum(Output a, Output b) { return Op("Maximum", {a, b}); }
+  Output Minimum(Output a, Output b) { return Op("Minimum", {a, b}); }
+  Output Pow(Output a, Output b) { return Op("Pow", {a, b}); }
   Output Neg(Output x) { return Op("Neg", {x}); }
+  Output Abs(Output x) { return Op("Abs", {x}); }
+  Output Square(Output x) { return Op("Square", {x}); }
+  Output Sign(Output x) { return Op("Sign", {x}); }
+  Output Sqrt(Output x) { return Op("Sqrt", {x}); }
+  Output Rsqrt(Output x) { return Op("Rsqrt", {x}); }
+  Output Reciprocal(Output x) { return Op("Reciprocal", {x}); }
   Output Less(Output a, Output b) { return Op("Less", {a, b}); }
   Output LessEqual(Output a, Output b) { return Op("LessEqual", {a, b}); }
   Output Greater(Output a, Output b) { return Op("Greater", {a, b}); }
@@ -114,6 +123,11 @@ class GraphBuilder {
   Output LogicalOr(Output a, Output b) { return Op("LogicalOr", {a, b}); }
   Output LogicalNot(Output x) { return Op("LogicalNot", {x}); }
   Output Cast(Output x, DType to) { return Op("Cast", {x}, {{"DstT", to}}); }
+  // cond ? a : b elementwise (cond bool, broadcasting as the binary ops do).
+  Output Select(Output cond, Output a, Output b) { return Op("Select", {cond, a, b}); }
+  Output AddN(const std::vector<Output>& xs) { return Op("AddN", xs); }
+  Output ZerosLike(Output x) { return Op("ZerosLike", {x}); }
+  Output OnesLike(Output x) { return Op("OnesLike", {x}); }
   Output MatMul(Output a, Output b, bool transpose_a = false, bool transpose_b = false) {
     return Op("MatMul", {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
   }
@@ -124,12 +138,27 @@ class GraphBuilder {
   Output Log(Output x) { return Op("Log", {x}); }
   Output Sum(Output x, std::vector<int64_t> axes = {}, bool keep_dims = false);
   Output Mean(Output x, std::vector<int64_t> axes = {}, bool keep_dims = false);
+  Output Max(Output x, std::vector<int64_t> axes = {}, bool keep_dims = false);
   Output Reshape(Output x, std::vector<int64_t> shape) { return Op("Reshape", {x}, {{"shape", std::move(shape)}}); }
   Output Concat(const std::vector<Output>& xs, int64_t axis) { return Op("Concat", xs, {{"axis", axis}}); }
+  // x[begin : begin + size] per dimension; a size of -1 runs to the end.
+  Output Slice(Output x, std::vector<int64_t> begin, std::vector<int64_t> size) {
+    return Op("Slice", {x}, {{"begin", std::move(begin)}, {"size", std::move(size)}});
+  }
+  // Dimensions reversed when `perm` is empty.
+  Output Transpose(Output x, std::vector<int64_t> perm = {}) {
+    if (perm.empty()) return Op("Transpose", {x});
+    return Op("Transpose", {x}, {{"perm", std::move(perm)}});
+  }
   Output Gather(Output params, Output indices, int64_t axis = 0) {
     return Op("Gather", {params, indices}, {{"axis", axis}});
   }
   Output Softmax(Output x) { return Op("Softmax", {x}); }
+  // Softmax over the last axis of `logits` against `labels`: returns (loss
+  // per row, d loss / d logits).
+  std::vector<Output> SoftmaxCrossEntropy(Output logits, Output labels) {
+    return Outputs(Op("SoftmaxCrossEntropy", {logits, labels}));
+  }
 
   // ---- control flow ----
   // Both branches return the same number of outputs with matching dtypes.

@@ -284,6 +284,12 @@ Output GraphBuilder::Mean(Output x, std::vector<int64_t> axes, bool keep_dims) {
   return Op("Mean", {x}, std::move(attrs));
 }
 
+Output GraphBuilder::Max(Output x, std::vector<int64_t> axes, bool keep_dims) {
+  AttrMap attrs{{"keep_dims", keep_dims}};
+  if (!axes.empty()) attrs["axes"] = std::move(axes);
+  return Op("Max", {x}, std::move(attrs));
+}
+
 std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, const BranchFn& else_fn) {
   if (!status_.ok()) return {};
   Output p = Capture(pred);

@@ -1,10 +1,12 @@
 #include "tdf/builder.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tdf/session.h"
 #include "tdf/validate.h"
 
 namespace tdf {
@@ -400,6 +402,70 @@ TEST(GraphBuilder, RecursiveFunctionCanCallItself) {
   Graph g = BuildOk(b);
   EXPECT_EQ(WithOp(g.library.Find("down")->node, "Invoke").size(), 1u);
   EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+}  // namespace
+}  // namespace tdf
+
+namespace tdf {
+namespace {
+
+// Every helper emits its registered op with the attrs the op's kernel reads:
+// the values come out of a session as the op defines them.
+TEST(GraphBuilder, OpHelpersRunAsTheirOps) {
+  GraphBuilder b;
+  const Output v = b.Const(*Tensor::FromVector<double>({-4, 1, 9}, Shape({3})));
+  const Output w = b.Const(*Tensor::FromVector<double>({2, 3, -1}, Shape({3})));
+  const Output m = b.Const(*Tensor::FromVector<double>({1, 2, 3, 4, 5, 6}, Shape({2, 3})));
+  const Output mask = b.Const(*Tensor::FromVector<bool>({true, false, true}, Shape({3})));
+  b.Identity(b.Maximum(v, w), "maximum");
+  b.Identity(b.Minimum(v, w), "minimum");
+  b.Identity(b.Pow(b.Abs(v), b.Const(2.0)), "pow_abs");
+  b.Identity(b.Square(v), "square");
+  b.Identity(b.Sign(v), "sign");
+  b.Identity(b.Sqrt(b.Abs(v)), "sqrt");
+  b.Identity(b.Mul(b.Rsqrt(b.Abs(v)), b.Reciprocal(w)), "rsqrt_reciprocal");
+  b.Identity(b.Select(mask, v, w), "select");
+  b.Identity(b.AddN({v, w, v}), "addn");
+  b.Identity(b.Add(b.ZerosLike(v), b.OnesLike(w)), "ones");
+  b.Identity(b.Max(m, {1}), "max_rows");
+  b.Identity(b.Slice(m, {0, 1}, {2, -1}), "slice");
+  b.Identity(b.Transpose(m), "transpose");
+  b.Identity(b.Transpose(m, {1, 0}), "transpose_perm");
+  b.Identity(b.SoftmaxCrossEntropy(m, b.Const(*Tensor::FromVector<double>({0, 0, 1, 1, 0, 0}, Shape({2, 3}))))[0],
+             "xent");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(*g);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<std::string> names = {"maximum", "minimum", "pow_abs", "square",         "sign",
+                                          "sqrt",    "rsqrt_reciprocal", "select", "addn", "ones",
+                                          "max_rows", "slice", "transpose", "transpose_perm", "xent"};
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({}, names);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto values = [](const Tensor& t) { return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements()); };
+  using ::testing::DoubleNear;
+  using ::testing::ElementsAre;
+  EXPECT_THAT(values((*out)[0]), ElementsAre(2, 3, 9));
+  EXPECT_THAT(values((*out)[1]), ElementsAre(-4, 1, -1));
+  EXPECT_THAT(values((*out)[2]), ElementsAre(16, 1, 81));
+  EXPECT_THAT(values((*out)[3]), ElementsAre(16, 1, 81));
+  EXPECT_THAT(values((*out)[4]), ElementsAre(-1, 1, 1));
+  EXPECT_THAT(values((*out)[5]), ElementsAre(2, 1, 3));
+  EXPECT_THAT(values((*out)[6]), ElementsAre(DoubleNear(0.25, 1e-15), DoubleNear(1.0 / 3, 1e-15),
+                                             DoubleNear(-1.0 / 3, 1e-15)));
+  EXPECT_THAT(values((*out)[7]), ElementsAre(-4, 3, 9));
+  EXPECT_THAT(values((*out)[8]), ElementsAre(-6, 5, 17));
+  EXPECT_THAT(values((*out)[9]), ElementsAre(1, 1, 1));
+  EXPECT_THAT(values((*out)[10]), ElementsAre(3, 6));
+  EXPECT_EQ((*out)[11].shape(), Shape({2, 2}));
+  EXPECT_THAT(values((*out)[11]), ElementsAre(2, 3, 5, 6));
+  EXPECT_EQ((*out)[12].shape(), Shape({3, 2}));
+  EXPECT_THAT(values((*out)[12]), ElementsAre(1, 4, 2, 5, 3, 6));
+  EXPECT_THAT(values((*out)[13]), ElementsAre(1, 4, 2, 5, 3, 6));
+  // Row 0: -log softmax(1,2,3)[2]; row 1: -log softmax(4,5,6)[0].
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  EXPECT_THAT(values((*out)[14]), ElementsAre(DoubleNear(lse - 3, 1e-12), DoubleNear(lse + 3 - 4, 1e-12)));
 }
 
 }  // namespace
