@@ -86,7 +86,10 @@ struct SessionOptions {
   // the ops after it receive its dead tokens directly, and the branch's own
   // nodes do not fire dead one by one (results are the same; RunStats and
   // traces show fewer dead firings). Off: every dead node fires, as in
-  // TensorFlow's executor.
+  // TensorFlow's executor. Not skipped, in either setting: dead branches of
+  // a Cond inside a While body (they fire dead node by node), and a While
+  // inside an untaken branch, which still enters one dead iteration frame
+  // and drains it.
   bool skip_dead_branches = true;
   // Static mode: a Call delivers its argument straight to the consumers of
   // the callee's argument Merge, a function's result goes from the node
