@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -494,7 +495,18 @@ std::string TagString(const Frame* f, size_t max_labels = SIZE_MAX) {
 }
 
 std::string NodeAtTag(const NodeInfo& n, const Frame* f) {
-  return absl::StrCat("node '", n.def->name, "' (", n.def->op, ") at tag ", TagString(f, kMaxLabelsInMessages));
+  // Dynamic mode runs function bodies under their own, function-local node
+  // names (static mode's transformed names start with "function/"): name
+  // the function too, or "Gather_1" could be any body's.
+  const Frame* invocation = f;
+  while (invocation != nullptr && invocation->kind == Frame::Kind::kIteration) invocation = invocation->parent;
+  std::string in_function;
+  if (invocation != nullptr && invocation->kind == Frame::Kind::kInvocation && invocation->block != nullptr) {
+    const std::string& fn = invocation->block->name;
+    if (!absl::StartsWith(n.def->name, absl::StrCat(fn, "/"))) in_function = absl::StrCat(" in function '", fn, "'");
+  }
+  return absl::StrCat("node '", n.def->name, "' (", n.def->op, ")", in_function, " at tag ",
+                      TagString(f, kMaxLabelsInMessages));
 }
 
 class Worker {

@@ -142,8 +142,15 @@ void ExpectRunFails(Session* s, const Feeds& feeds, const std::vector<std::strin
 // static mode the node's name says which function it belongs to
 // ("node 'msort/cond_6/...'"); in dynamic mode it is the body's own name
 // ("node 'cond_6/...'"), and only the tag tells where the run was.
+// How an error names a node of function `fn`: static mode's transformed
+// names start with the function's, dynamic mode's function-local names are
+// followed by "in function 'fn'".
 std::string NodeOf(Session* s, const std::string& fn) {
   return s->options().mode == ExecutionMode::kStatic ? absl::StrCat("node '", fn, "/") : "node '";
+}
+std::string OpAtTag(Session* s, const std::string& op, const std::string& fn) {
+  return s->options().mode == ExecutionMode::kStatic ? absl::StrCat("(", op, ") at tag [")
+                                                     : absl::StrCat("(", op, ") in function '", fn, "' at tag [");
 }
 
 // The length of a vector as an int64 scalar (there is no Shape/Size op).
@@ -419,7 +426,7 @@ TEST_P(ApplicationMergeSortTest, BadFeedsNameTheNodeAndOp) {
     // first invocation's one-dimensional Slice: the error names that node,
     // its op and its tag.
     ExpectRunFails(s, {{"x", Matrix<float>({9, 8, 7, 6, 5, 4, 3, 2, 1}, 3, 3)}}, {"result"},
-                   absl::StatusCode::kInvalidArgument, {NodeOf(s, "msort"), "(Slice) at tag [0]", "rank 2"});
+                   absl::StatusCode::kInvalidArgument, {NodeOf(s, "msort"), OpAtTag(s, "Slice", "msort") + "0]", "rank 2"});
     Ran r = RunTwice(s, {{"x", Tensor::Vector<float>({3, -1, 2})}}, {"result"});
     ASSERT_EQ(r.out.size(), 1u);
     EXPECT_EQ(Values<float>(r.out[0]), (std::vector<float>{-1, 2, 3}));
@@ -678,7 +685,7 @@ TEST_P(ApplicationExprTreeTest, BadInputsNameTheNodeAndOp) {
     // Row 7 is read by the fifth invocation (eval_node -> eval_add ->
     // eval_node -> eval_mul -> eval_node): its first Gather fails there.
     ExpectRunFails(s, bad_child, {"result"}, absl::StatusCode::kInvalidArgument,
-                   {NodeOf(s, "eval_node"), "(Gather) at tag [", "index 7", "out of range [0, 4)"});
+                   {NodeOf(s, "eval_node"), OpAtTag(s, "Gather", "eval_node"), "index 7", "out of range [0, 4)"});
     t.table[10] = 3;  // times(leaf 1, leaf 1)
     Ran r = RunTwice(s,
                      {{"table", Matrix<int64_t>(t.table, t.rows(), 4)}, {"leaves", Tensor::Vector<double>({1.5, 2.5})}},
@@ -920,7 +927,7 @@ TEST_P(ApplicationSearchTest, BadFeedsNameTheNodeAndOp) {
     // n past the end of a: the search reads a[mid] out of range a few calls deep.
     ExpectRunFails(s, {{"a", Tensor::Vector<int64_t>({1, 2, 3})}, {"key", I(100)}, {"n", I(50)}}, {"result"},
                    absl::StatusCode::kInvalidArgument,
-                   {NodeOf(s, "bsearch"), "(Gather) at tag [", "out of range [0, 3)"});
+                   {NodeOf(s, "bsearch"), OpAtTag(s, "Gather", "bsearch"), "out of range [0, 3)"});
     Ran r = RunTwice(s, {{"a", Tensor::Vector<int64_t>({1, 2, 3})}, {"key", I(3)}, {"n", I(3)}}, {"result"});
     ASSERT_EQ(r.out.size(), 1u);
     EXPECT_EQ(r.out[0].scalar<int64_t>(), 2);
