@@ -204,7 +204,13 @@ absl::StatusOr<Tensor> Tensor::Empty(DType dtype, const Shape& shape, Device dev
     t.dtype_ = dtype;
     return t;
   }
-  size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  // Validate() bounds the element count by int64, not the byte count: an
+  // int64 [2^61] would wrap to 0 bytes and be handed out as 2^61 elements.
+  const uint64_t elements = static_cast<uint64_t>(shape.num_elements());
+  if (elements > std::numeric_limits<size_t>::max() / DTypeSize(dtype))
+    return absl::ResourceExhaustedError(absl::StrCat("a ", DTypeName(dtype), " tensor of shape ", shape.DebugString(),
+                                                     " needs more than 2^64 bytes"));
+  size_t bytes = static_cast<size_t>(elements) * DTypeSize(dtype);
   Buffer* buffer = Buffer::Allocate(bytes, device);
   if (buffer == nullptr)
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes on ", device.ToString()));

@@ -92,9 +92,12 @@ absl::Status ScatterAddRows(VariableSlot& var, const Tensor& indices, const Tens
 
 class StateKernel final : public OpKernel {
  public:
-  explicit StateKernel(StateOp op) : op_(op) {}
+  StateKernel(StateOp op, DType dtype) : op_(op), dtype_(dtype) {}
 
   absl::Status Compute(KernelContext& ctx) override {
+    const int arity = op_ == StateOp::kRead ? 1 : op_ == StateOp::kScatterAdd ? 3 : 2;
+    if (ctx.num_inputs() != arity)
+      return absl::InvalidArgumentError(absl::StrCat("expects ", arity, " inputs, got ", ctx.num_inputs()));
     auto* store = static_cast<VariableStore*>(ctx.session_state());
     const Tensor& h = ctx.input(0);
     if (store == nullptr || h.dtype() != DType::kInt64 || !h.is_inline_scalar())
@@ -103,6 +106,13 @@ class StateKernel final : public OpKernel {
     if (handle < 0 || handle >= static_cast<int64_t>(store->slots.size()))
       return absl::InvalidArgumentError(absl::StrCat("invalid variable handle ", handle));
     VariableSlot& var = *store->slots[handle];
+    // Validation checks the attr against the Variable only where it can
+    // trace the handle back to one; a handle fed through a Placeholder (or
+    // arriving through a Merge or a call) is checked here, so that the
+    // output always has the dtype the graph's type inference gave it.
+    if (var.dtype != dtype_)
+      return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is ", DTypeName(var.dtype),
+                                                     ", attr dtype is ", DTypeName(dtype_)));
     base::MutexLock lock(&var.mu);
     if (op_ == StateOp::kRead) {
       ctx.set_output(0, var.value);
@@ -142,7 +152,6 @@ class StateKernel final : public OpKernel {
   // ScatterAdd(handle, indices, updates): the sparse update of a Gather's
   // gradient, touching only the gathered rows.
   static absl::Status ScatterAdd(VariableSlot& var, KernelContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
-    if (ctx.num_inputs() != 3) return absl::InvalidArgumentError("ScatterAdd takes (handle, indices, updates)");
     const Tensor& indices = ctx.input(1);
     const Tensor& updates = ctx.input(2);
     if (var.dtype != DType::kFloat32 && var.dtype != DType::kFloat64 && var.dtype != DType::kInt32 &&
@@ -181,7 +190,8 @@ class StateKernel final : public OpKernel {
     return status;
   }
 
-  StateOp op_;
+  const StateOp op_;
+  const DType dtype_;  // attr dtype
 };
 
 }  // namespace
@@ -195,12 +205,22 @@ std::unique_ptr<OpKernel> MakeVariableHandleKernel(int32_t handle) {
 }
 
 absl::StatusOr<std::unique_ptr<OpKernel>> MakeStateKernel(const NodeDef& node) {
-  if (node.op == "Read") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kRead));
-  if (node.op == "Assign") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssign));
-  if (node.op == "AssignAdd") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssignAdd));
-  if (node.op == "AssignSub") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kAssignSub));
-  if (node.op == "ScatterAdd") return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(StateOp::kScatterAdd));
-  return NodeError(node, absl::StatusCode::kInternal, "not a state op");
+  StateOp op;
+  if (node.op == "Read") {
+    op = StateOp::kRead;
+  } else if (node.op == "Assign") {
+    op = StateOp::kAssign;
+  } else if (node.op == "AssignAdd") {
+    op = StateOp::kAssignAdd;
+  } else if (node.op == "AssignSub") {
+    op = StateOp::kAssignSub;
+  } else if (node.op == "ScatterAdd") {
+    op = StateOp::kScatterAdd;
+  } else {
+    return NodeError(node, absl::StatusCode::kInternal, "not a state op");
+  }
+  TDF_ASSIGN_OR_RETURN(DType dtype, node.GetType("dtype"));
+  return std::unique_ptr<OpKernel>(std::make_unique<StateKernel>(op, dtype));
 }
 
 }  // namespace runtime

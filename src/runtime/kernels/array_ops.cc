@@ -49,7 +49,8 @@ absl::Status InvalidInput(int i) {
 
 class ReshapeKernel final : public OpKernel {
  public:
-  ReshapeKernel(std::vector<int64_t> dims, int unknown) : dims_(std::move(dims)), unknown_(unknown) {}
+  ReshapeKernel(std::vector<int64_t> dims, int unknown, int64_t known)
+      : dims_(std::move(dims)), unknown_(unknown), known_(known) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
     TDF_ASSIGN_OR_RETURN(std::vector<int64_t> dims, node.GetIntList("shape"));
@@ -62,7 +63,16 @@ class ReshapeKernel final : public OpKernel {
                                                        "]: dims must be >= 0, with at most one -1"));
       }
     }
-    return std::unique_ptr<OpKernel>(std::make_unique<ReshapeKernel>(std::move(dims), unknown));
+    // The product of the known dims, checked once here: an attr such as
+    // [-1, 2^40, 2^40] must be an error, not a signed overflow per firing.
+    std::vector<int64_t> known_dims = dims;
+    if (unknown >= 0) known_dims[unknown] = 1;
+    const Shape known_shape(absl::MakeConstSpan(known_dims));
+    if (absl::Status s = known_shape.Validate(); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("Reshape: bad target shape [", absl::StrJoin(dims, ","),
+                                                     "]: ", s.message()));
+    return std::unique_ptr<OpKernel>(
+        std::make_unique<ReshapeKernel>(std::move(dims), unknown, known_shape.num_elements()));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
@@ -75,14 +85,11 @@ class ReshapeKernel final : public OpKernel {
     }
     Shape shape(absl::MakeConstSpan(dims_));
     if (unknown_ >= 0) {
-      int64_t known = 1;
-      for (size_t i = 0; i < dims_.size(); ++i)
-        if (static_cast<int>(i) != unknown_) known *= dims_[i];
       const int64_t n = x.num_elements();
-      if (known == 0 || n % known != 0)
+      if (known_ == 0 || n % known_ != 0)
         return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", x.shape().DebugString(), " (", n,
                                                        " elements) to [", absl::StrJoin(dims_, ","), "]"));
-      shape.set_dim(unknown_, n / known);
+      shape.set_dim(unknown_, n / known_);
     }
     TDF_ASSIGN_OR_RETURN(Tensor out, x.Reshape(shape));
     ctx.set_output(0, std::move(out));
@@ -91,7 +98,8 @@ class ReshapeKernel final : public OpKernel {
 
  private:
   const std::vector<int64_t> dims_;
-  const int unknown_;  // index of the -1 dim, or -1
+  const int unknown_;    // index of the -1 dim, or -1
+  const int64_t known_;  // product of the other dims
 };
 
 class ReshapeLikeKernel final : public OpKernel {
@@ -267,8 +275,11 @@ class SliceKernel final : public OpKernel {
     for (int d = 0; d < rank; ++d) {
       const int64_t dim = x.shape().dim(d);
       const int64_t b = begin_[d];
-      const int64_t s = size_[d] == -1 ? dim - b : size_[d];
-      if (b < 0 || b > dim || s < 0 || s > dim - b)
+      // dim - b only once b is known to be in [0, dim]: begin comes from an
+      // attr and may be INT64_MIN.
+      const bool begin_ok = b >= 0 && b <= dim;
+      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
+      if (!begin_ok || s < 0 || s > dim - b)
         return absl::InvalidArgumentError(absl::StrCat("Slice: dim ", d, " of shape ", x.shape().DebugString(),
                                                        ": begin ", b, ", size ", size_[d], " is out of bounds"));
       out_shape.AddDim(s);
@@ -374,6 +385,10 @@ class ConcatGradKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     const int n = ctx.num_inputs() - 1;
     if (n < 1) return kernels::MinArityError(2, ctx.num_inputs());
+    // One output per x_k, as the schema gives the node: never write past them.
+    if (ctx.num_outputs() != n)
+      return absl::InvalidArgumentError(
+          absl::StrCat("ConcatGrad: ", n, " parts to split need ", n, " outputs, the node has ", ctx.num_outputs()));
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
     const Tensor& dy = ctx.input(0);
     if (!dy.valid()) return InvalidInput(0);
@@ -455,8 +470,11 @@ class SliceGradKernel final : public OpKernel {
     for (int d = 0; d < rank; ++d) {
       const int64_t dim = x.shape().dim(d);
       const int64_t b = begin_[d];
-      const int64_t s = size_[d] == -1 ? dim - b : size_[d];
-      if (b < 0 || b > dim || s < 0 || s > dim - b)
+      // dim - b only once b is known to be in [0, dim]: begin comes from an
+      // attr and may be INT64_MIN.
+      const bool begin_ok = b >= 0 && b <= dim;
+      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
+      if (!begin_ok || s < 0 || s > dim - b)
         return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dim ", d, " of shape ", x.shape().DebugString(),
                                                        ": begin ", b, ", size ", size_[d], " is out of bounds"));
       slice.AddDim(s);

@@ -751,7 +751,11 @@ class IdentityKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     if (ABSL_PREDICT_FALSE(ctx.num_inputs() != 1)) return kernels::ArityError(1, ctx.num_inputs());
     const Tensor& x = ctx.input(0);
-    if (ABSL_PREDICT_FALSE(!x.is_inline_scalar())) TDF_RETURN_IF_ERROR(CheckCpuInputs(ctx));
+    if (ABSL_PREDICT_FALSE(!x.is_inline_scalar())) {
+      TDF_RETURN_IF_ERROR(CheckCpuInputs(ctx));
+    } else if (ABSL_PREDICT_FALSE(!x.valid())) {
+      return InvalidInputError(0);  // an OK status promises a valid output
+    }
     ctx.set_output(0, x);
     return absl::OkStatus();
   }

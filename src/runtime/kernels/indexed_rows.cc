@@ -240,6 +240,10 @@ class IndexedRowsSplitKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
+    // Two outputs, as the schema gives the node: never write past them.
+    if (ctx.num_outputs() != 2)
+      return absl::InvalidArgumentError(
+          absl::StrCat("IndexedRowsSplit has 2 outputs, the node has ", ctx.num_outputs()));
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
     int64_t R = 0, D = 0;

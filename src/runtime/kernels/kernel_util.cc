@@ -35,8 +35,11 @@ Buffer* ZeroBuffer() {
 
 absl::StatusOr<Tensor> Zeros(DType dtype, const Shape& shape) {
   TDF_RETURN_IF_ERROR(shape.Validate());
-  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
-  if (dtype != DType::kInvalid && bytes >= kSharedZerosMinBytes && bytes <= kZeroMappingBytes) {
+  // In elements, not bytes: a byte count can wrap (int64 [2^61 + 512] is
+  // 4096 bytes mod 2^64) and would pass a huge shape off as the mapping.
+  const uint64_t elements = static_cast<uint64_t>(shape.num_elements());
+  const size_t size = DTypeSize(dtype);
+  if (size > 0 && elements >= kSharedZerosMinBytes / size && elements <= kZeroMappingBytes / size) {
     if (Buffer* zeros = ZeroBuffer()) return Tensor::FromBuffer(dtype, shape, zeros);
   }
   return Tensor::Zeros(dtype, shape);
