@@ -146,6 +146,18 @@ class Compiler {
     // and Returns, or a hostile call_site would size them.
     for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
     for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+    // A Call of an argument delivers into exactly one argument Merge of its
+    // callee; one that feeds none would start invocations whose argument
+    // never arrives (and whose frames the run could not reclaim).
+    for (const NodeBuild& call : nodes_) {
+      if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
+      int calls = 0;
+      for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
+      if (calls != 1)
+        return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("a Call of an argument must feed one argument Merge of its callee; it feeds ",
+                                      calls));
+    }
     // A call site (function, call_site) lives in one frame: its Calls and
     // Returns are that frame's nodes, and results are routed there by label.
     absl::flat_hash_map<std::pair<std::string, int32_t>, int32_t> site_block;

@@ -1100,6 +1100,20 @@ std::vector<Repro> Repros() {
   // Bug J: an empty graph: Layout memcpy's from a null pending_template
   // (UBSan: null pointer passed as argument 2).
   out.push_back({"J: an empty graph", Graph{}, o, {}, {}, {}});
+  {
+    // Bug K: the gradient argument Merge of exp_ext loses the main site's
+    // Call: the Call feeds nothing, and a run that evaluates `result` alone
+    // (the gradient part deferred dead) ended OK with 6 frames live.
+    Graph g = Exp();
+    absl::StatusOr<std::vector<std::string>> grads = AddGradients(g, {"result"}, {"x"});
+    EXPECT_TRUE(grads.ok()) << grads.status();
+    Graph t = TransformedGraph(g);
+    NodeDef* merge = FindIn(t.node, "exp_ext/d_r");
+    std::vector<std::string>& in = merge->input;
+    in.erase(std::remove(in.begin(), in.end(), "Invoke_1/call_2"), in.end());
+    out.push_back({"K: a Call of an argument that feeds no argument Merge", t, o, {{"x", F64(1.1)}, {"n", I64(4)}},
+                   {}, {"result"}});
+  }
   return out;
 }
 
