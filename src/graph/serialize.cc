@@ -652,30 +652,35 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view data
   return absl::OkStatus();
 }
 
-absl::Status AnnotateWithPath(const std::string& path, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+// Reads `path` in the form its extension names (".pbtxt"/".txt"/".pbtext"
+// text, ".pb"/".bin" binary); any other extension tries the likelier form
+// first, then the other. Errors name the path.
+template <typename T>
+absl::StatusOr<T> LoadByForm(const std::string& path, int64_t limit,
+                             absl::StatusOr<T> (*from_text)(absl::string_view),
+                             absl::StatusOr<T> (*from_binary)(absl::string_view)) {
+  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, limit));
+  absl::StatusOr<T> loaded;
+  if (IsTextPath(path)) {
+    loaded = from_text(data);
+  } else if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".bin")) {
+    loaded = from_binary(data);
+  } else {
+    const bool text_first = LooksLikeText(data);
+    loaded = text_first ? from_text(data) : from_binary(data);
+    if (!loaded.ok()) {
+      absl::StatusOr<T> other = text_first ? from_binary(data) : from_text(data);
+      if (other.ok()) return other;
+    }
+  }
+  if (!loaded.ok()) return absl::Status(loaded.status().code(), absl::StrCat(path, ": ", loaded.status().message()));
+  return loaded;
 }
 
 }  // namespace
 
 absl::StatusOr<Graph> LoadGraph(const std::string& path) {
-  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, kMaxSerializedGraphBytes));
-  absl::StatusOr<Graph> g;
-  if (IsTextPath(path)) {
-    g = GraphFromText(data);
-  } else if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".bin")) {
-    g = ParseGraph(data);
-  } else {
-    // Unknown extension: try the likelier form first, then the other.
-    const bool text_first = LooksLikeText(data);
-    g = text_first ? GraphFromText(data) : ParseGraph(data);
-    if (!g.ok()) {
-      absl::StatusOr<Graph> other = text_first ? ParseGraph(data) : GraphFromText(data);
-      if (other.ok()) return other;
-    }
-  }
-  if (!g.ok()) return AnnotateWithPath(path, g.status());
-  return g;
+  return LoadByForm<Graph>(path, kMaxSerializedGraphBytes, GraphFromText, ParseGraph);
 }
 
 absl::Status SaveGraph(const Graph& graph, const std::string& path) {
@@ -807,22 +812,7 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path) {
 }
 
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path) {
-  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, kMaxSerializedTensorsBytes));
-  absl::StatusOr<NamedTensors> t;
-  if (IsTextPath(path)) {
-    t = TensorsFromText(data);
-  } else if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".bin")) {
-    t = ParseTensors(data);
-  } else {
-    const bool text_first = LooksLikeText(data);
-    t = text_first ? TensorsFromText(data) : ParseTensors(data);
-    if (!t.ok()) {
-      absl::StatusOr<NamedTensors> other = text_first ? ParseTensors(data) : TensorsFromText(data);
-      if (other.ok()) return other;
-    }
-  }
-  if (!t.ok()) return AnnotateWithPath(path, t.status());
-  return t;
+  return LoadByForm<NamedTensors>(path, kMaxSerializedTensorsBytes, TensorsFromText, ParseTensors);
 }
 
 }  // namespace tdf
