@@ -118,6 +118,7 @@ void RegisterCudaElementwiseKernels(KernelRegistry& registry);
 void RegisterCudaReductionKernels(KernelRegistry& registry);
 void RegisterCudaArrayKernels(KernelRegistry& registry);
 void RegisterCudaMatMulKernels(KernelRegistry& registry);
+void RegisterCudaGradientKernels(KernelRegistry& registry);
 
 }  // namespace cuda
 }  // namespace tdf

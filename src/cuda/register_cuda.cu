@@ -11,6 +11,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   cuda::RegisterCudaReductionKernels(registry);
   cuda::RegisterCudaArrayKernels(registry);
   cuda::RegisterCudaMatMulKernels(registry);
+  cuda::RegisterCudaGradientKernels(registry);
   RegisterCopyKernels(registry);
 }
 }  // namespace tdf

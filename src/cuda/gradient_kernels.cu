@@ -1,0 +1,522 @@
+// CUDA kernels for the gradient helpers that the autodiff emits, so that a
+// backward pass placed on a GPU stays there: ConcatGrad, SliceGrad and
+// GatherGrad (CPU twins in src/runtime/kernels/array_ops.cc) and MatMulAdd
+// (src/runtime/kernels/matmul.cc). Their checks, dtypes and status codes
+// repeat the CPU kernels'; inputs that give only their shape (ConcatGrad's
+// x_k, SliceGrad's x, GatherGrad's params) may live on any device, like
+// BroadcastTo's `like`.
+//
+//   ConcatGrad  one cudaMemcpy(2D)Async per output (a block of dy).
+//   SliceGrad   a zeroed output and one scatter kernel over dy's elements
+//               (dims coalesced first; a contiguous slice is one memcpy).
+//   GatherGrad  a zeroed output and one kernel over dy's elements that
+//               atomicAdds each into its row (repeated indices accumulate;
+//               integers wrap, as on the CPU). An index out of range is
+//               skipped and sets kErrGatherIndexOutOfRange, reported by the
+//               next Synchronize as InvalidArgument, like the CUDA Gather.
+//   MatMulAdd   the addends summed (or copied) into the output, then one
+//               cuBLAS GEMM with beta = 1 accumulates the product onto it.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_kernel_util.h"
+#include "runtime/kernels/kernel_util.h"
+
+namespace tdf {
+namespace cuda {
+namespace {
+
+template <typename Fn>
+void DispatchBySize(DType dtype, Fn&& fn) {
+  switch (DTypeSize(dtype)) {
+    case 1: fn(uint8_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
+absl::Status InvalidInput(int i) {
+  return absl::InvalidArgumentError(absl::StrCat("input ", i, " is an invalid (empty) tensor"));
+}
+
+// ---------------------------------------------------------------------------
+// ConcatGrad(dy, x_0, ..., x_{n-1}): output k is the block of dy that came
+// from x_k (x_k gives only its shape).
+
+class ConcatGradKernel final : public OpKernel {
+ public:
+  ConcatGradKernel(int64_t axis, Device device) : axis_(axis), device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
+    TDF_ASSIGN_OR_RETURN(int64_t axis, node.GetInt("axis"));
+    return std::unique_ptr<OpKernel>(std::make_unique<ConcatGradKernel>(axis, device));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    const int n = ctx.num_inputs() - 1;
+    if (n < 1) return kernels::MinArityError(2, ctx.num_inputs());
+    // One output per x_k, as the schema gives the node: never write past them.
+    if (ctx.num_outputs() != n)
+      return absl::InvalidArgumentError(
+          absl::StrCat("ConcatGrad: ", n, " parts to split need ", n, " outputs, the node has ", ctx.num_outputs()));
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 0, 1));  // the x_k give only their shapes
+    const Tensor& dy = ctx.input(0);
+    const int rank = dy.rank();
+    if (rank == 0) return absl::InvalidArgumentError("ConcatGrad: dy must have rank >= 1, got a scalar");
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
+    int64_t axis_total = 0;
+    for (int i = 1; i <= n; ++i) {
+      const Tensor& x = ctx.input(i);
+      if (!x.valid()) return InvalidInput(i);
+      bool ok = x.rank() == rank;
+      for (int d = 0; ok && d < rank; ++d) ok = d == axis || x.shape().dim(d) == dy.shape().dim(d);
+      if (!ok)
+        return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": dy has shape ",
+                                                       dy.shape().DebugString(), ", input ", i, " has shape ",
+                                                       x.shape().DebugString()));
+      axis_total += x.shape().dim(axis);
+    }
+    if (axis_total != dy.shape().dim(axis))
+      return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": the inputs add up to ",
+                                                     axis_total, " but dy has shape ", dy.shape().DebugString()));
+    if (n == 1) {
+      ctx.set_output(0, dy);
+      return absl::OkStatus();
+    }
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    const size_t elem = DTypeSize(dy.dtype());
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= dy.shape().dim(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= dy.shape().dim(d);
+    const char* src = static_cast<const char*>(dy.raw_data());
+    const size_t dy_row = static_cast<size_t>(axis_total * inner) * elem;
+    size_t col = 0;
+    for (int i = 1; i <= n; ++i) {
+      const Tensor& x = ctx.input(i);
+      TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(dy.dtype(), x.shape(), device_));
+      const size_t row = static_cast<size_t>(x.shape().dim(axis) * inner) * elem;
+      char* dst = static_cast<char*>(out.raw_mutable_data());
+      if (row > 0 && outer > 0) {
+        if (outer == 1) {
+          TDF_CUDA_RETURN_IF_ERROR(
+              cudaMemcpyAsync(dst, src + col, row, cudaMemcpyDeviceToDevice, launch.stream));
+        } else {
+          // Output k is an [outer, row] block of dy: one 2-D copy.
+          TDF_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, row, src + col, dy_row, row, static_cast<size_t>(outer),
+                                                     cudaMemcpyDeviceToDevice, launch.stream));
+        }
+      }
+      col += row;
+      ctx.set_output(i - 1, std::move(out));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const int64_t axis_;
+  const Device device_;
+};
+
+// ---------------------------------------------------------------------------
+// SliceGrad(x, dy): zeros of x's shape with dy written at `begin`.
+
+// out[base + sum_d index_d(o) * s.stride[d]] = in[o], s.dims = in's dims.
+template <typename U>
+__global__ void StridedScatterKernel(const U* in, U* out, int64_t n, int64_t base, Strides s) {
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+       o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rest = o, off = base;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      off += (rest % s.dims[d]) * s.stride[d];
+      rest /= s.dims[d];
+    }
+    out[off] = in[o];
+  }
+}
+
+class SliceGradKernel final : public OpKernel {
+ public:
+  SliceGradKernel(std::vector<int64_t> begin, std::vector<int64_t> size, Device device)
+      : begin_(std::move(begin)), size_(std::move(size)), device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
+    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
+    if (begin.size() != size.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("SliceGrad: begin has ", begin.size(), " entries but size has ", size.size()));
+    return std::unique_ptr<OpKernel>(std::make_unique<SliceGradKernel>(std::move(begin), std::move(size), device));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckArity(ctx, 2));
+    const Tensor& x = ctx.input(0);
+    const Tensor& dy = ctx.input(1);
+    if (!x.valid()) return InvalidInput(0);                      // x gives only its shape
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1, 2));  // dy
+    const int rank = x.rank();
+    if (static_cast<int>(begin_.size()) != rank)
+      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: begin/size have ", begin_.size(),
+                                                     " entries but x has rank ", rank, " (shape ",
+                                                     x.shape().DebugString(), ")"));
+    const kernels::Dims strides = kernels::RowMajorStrides(x.shape());
+    Shape slice;
+    int64_t base = 0;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t dim = x.shape().dim(d);
+      const int64_t b = begin_[d];
+      // dim - b only once b is known to be in [0, dim]: begin comes from an
+      // attr and may be INT64_MIN.
+      const bool begin_ok = b >= 0 && b <= dim;
+      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
+      if (!begin_ok || s < 0 || s > dim - b)
+        return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dim ", d, " of shape ", x.shape().DebugString(),
+                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
+      slice.AddDim(s);
+      base += b * strides[d];
+    }
+    if (dy.shape() != slice || dy.dtype() != x.dtype())
+      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dy is ", DTypeName(dy.dtype()), " ",
+                                                     dy.shape().DebugString(), ", the slice of x is ",
+                                                     DTypeName(x.dtype()), " ", slice.DebugString()));
+    if (slice == x.shape()) {
+      ctx.set_output(0, dy);
+      return absl::OkStatus();
+    }
+    // The slice's dims as (size, stride in x), innermost first: size-1 dims
+    // dropped, and a dim merged into the one inside it when they are
+    // contiguous in x (its stride is the inner one's size times stride).
+    struct Dim {
+      int64_t size, stride;
+    };
+    std::vector<Dim> dims;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t s = slice.dim(d);
+      if (s == 1) continue;
+      if (!dims.empty() && strides[d] == dims.back().size * dims.back().stride) {
+        dims.back().size *= s;
+      } else {
+        dims.push_back({s, strides[d]});
+      }
+    }
+    const int64_t n = dy.num_elements();
+    if (n > 0 && static_cast<int>(dims.size()) > kMaxRank) return RankTooHigh("SliceGrad", rank);
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), x.shape(), device_));
+    const size_t elem = DTypeSize(x.dtype());
+    if (out.bytes() > 0)
+      TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
+    if (n > 0) {
+      char* dst = static_cast<char*>(out.raw_mutable_data());
+      if (dims.empty() || (dims.size() == 1 && dims[0].stride == 1)) {
+        // dy is one contiguous run of x.
+        TDF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst + static_cast<size_t>(base) * elem, dy.raw_data(),
+                                                 static_cast<size_t>(n) * elem, cudaMemcpyDeviceToDevice,
+                                                 launch.stream));
+      } else {
+        Strides s;
+        s.rank = static_cast<int>(dims.size());
+        for (int d = 0; d < s.rank; ++d) {
+          s.dims[d] = dims[s.rank - 1 - d].size;  // outermost first
+          s.stride[d] = dims[s.rank - 1 - d].stride;
+        }
+        DispatchBySize(x.dtype(), [&](auto zero) {
+          using U = decltype(zero);
+          StridedScatterKernel<U><<<GridFor(n), 256, 0, launch.stream>>>(
+              static_cast<const U*>(dy.raw_data()), static_cast<U*>(out.raw_mutable_data()), n, base, s);
+        });
+        TDF_CUDA_RETURN_IF_LAUNCH_FAILED("StridedScatterKernel");
+      }
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::vector<int64_t> begin_;
+  const std::vector<int64_t> size_;
+  const Device device_;
+};
+
+// ---------------------------------------------------------------------------
+// GatherGrad(params, indices, dy): zeros of params' shape; the slice of dy
+// for index j is added at row indices[j] along `axis` (params gives only its
+// shape). Repeated indices accumulate.
+
+// *p += v, atomically; integers wrap (two's complement), as WrapAdd does.
+__device__ __forceinline__ void AtomicAccumulate(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void AtomicAccumulate(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void AtomicAccumulate(int32_t* p, int32_t v) { atomicAdd(p, v); }
+__device__ __forceinline__ void AtomicAccumulate(int64_t* p, int64_t v) {
+  static_assert(sizeof(int64_t) == sizeof(unsigned long long), "64-bit atomics");
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+
+// out[o, idx[j], i] += dy[o, j, i] for every element of dy (n of them); an
+// index outside [0, limit) adds nothing and sets kErrGatherIndexOutOfRange.
+template <typename T, typename I>
+__global__ void GatherGradKernelImpl(const T* dy, const I* idx, T* out, int64_t n, int64_t count, int64_t inner,
+                                     int64_t limit, unsigned int* err) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t i = e % inner;
+    const int64_t j = (e / inner) % count;
+    const int64_t o = e / (inner * count);
+    const int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < 0 || k >= limit) {
+      atomicOr(err, kErrGatherIndexOutOfRange);
+    } else {
+      AtomicAccumulate(out + (o * limit + k) * inner + i, dy[e]);
+    }
+  }
+}
+
+// When dy is empty but indices are not (outer or inner is 0), the CPU still
+// checks every index: so does this.
+template <typename I>
+__global__ void CheckIndicesKernel(const I* idx, int64_t count, int64_t limit, unsigned int* err) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < 0 || k >= limit) atomicOr(err, kErrGatherIndexOutOfRange);
+  }
+}
+
+class GatherGradKernel final : public OpKernel {
+ public:
+  GatherGradKernel(int64_t axis, Device device) : axis_(axis), device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
+    return std::unique_ptr<OpKernel>(std::make_unique<GatherGradKernel>(node.GetIntOr("axis", 0), device));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckArity(ctx, 3));
+    const Tensor& params = ctx.input(0);
+    const Tensor& indices = ctx.input(1);
+    const Tensor& dy = ctx.input(2);
+    if (!params.valid()) return InvalidInput(0);                 // params gives only its shape
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1, 3));  // indices, dy
+    if (params.rank() == 0) return absl::InvalidArgumentError("GatherGrad: params must have rank >= 1, got a scalar");
+    if (dy.dtype() != params.dtype()) return kernels::DTypeMismatchError(params.dtype(), dy.dtype());
+    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
+    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
+      return absl::InvalidArgumentError(
+          absl::StrCat("GatherGrad: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
+    // dy must have Gather's output shape.
+    const Shape& ps = params.shape();
+    Shape want;
+    for (int d = 0; d < axis; ++d) want.AddDim(ps.dim(d));
+    for (int64_t d : indices.shape().dims()) want.AddDim(d);
+    for (int d = axis + 1; d < ps.rank(); ++d) want.AddDim(ps.dim(d));
+    if (dy.shape() != want)
+      return absl::InvalidArgumentError(absl::StrCat("GatherGrad: dy has shape ", dy.shape().DebugString(),
+                                                     ", Gather of params ", ps.DebugString(), " by indices ",
+                                                     indices.shape().DebugString(), " gives ", want.DebugString()));
+    switch (params.dtype()) {
+      case DType::kFloat32: return Scatter<float>(ctx, params, indices, dy, axis);
+      case DType::kFloat64: return Scatter<double>(ctx, params, indices, dy, axis);
+      case DType::kInt32: return Scatter<int32_t>(ctx, params, indices, dy, axis);
+      case DType::kInt64: return Scatter<int64_t>(ctx, params, indices, dy, axis);
+      default: return kernels::UnsupportedDTypeError("GatherGrad", params.dtype());
+    }
+  }
+
+ private:
+  template <typename T>
+  absl::Status Scatter(KernelContext& ctx, const Tensor& params, const Tensor& indices, const Tensor& dy,
+                       int axis) const {
+    const Shape& ps = params.shape();
+    const int64_t limit = ps.dim(axis);
+    const int64_t count = indices.num_elements();
+    int64_t inner = 1;
+    for (int d = axis + 1; d < ps.rank(); ++d) inner *= ps.dim(d);
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(params.dtype(), ps, device_));
+    if (out.bytes() > 0)
+      TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
+    const int64_t n = dy.num_elements();  // outer * count * inner
+    unsigned int* err = launch.device->error_word();
+    if (n > 0) {
+      const T* src = dy.data<T>();
+      T* dst = out.mutable_data<T>();
+      if (indices.dtype() == DType::kInt64) {
+        GatherGradKernelImpl<T, int64_t><<<GridFor(n), 256, 0, launch.stream>>>(src, indices.data<int64_t>(), dst, n,
+                                                                                count, inner, limit, err);
+      } else {
+        GatherGradKernelImpl<T, int32_t><<<GridFor(n), 256, 0, launch.stream>>>(src, indices.data<int32_t>(), dst, n,
+                                                                                count, inner, limit, err);
+      }
+      TDF_CUDA_RETURN_IF_LAUNCH_FAILED("GatherGradKernelImpl");
+    } else if (count > 0) {
+      if (indices.dtype() == DType::kInt64) {
+        CheckIndicesKernel<int64_t><<<GridFor(count), 256, 0, launch.stream>>>(indices.data<int64_t>(), count,
+                                                                               limit, err);
+      } else {
+        CheckIndicesKernel<int32_t><<<GridFor(count), 256, 0, launch.stream>>>(indices.data<int32_t>(), count,
+                                                                               limit, err);
+      }
+      TDF_CUDA_RETURN_IF_LAUNCH_FAILED("CheckIndicesKernel");
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+  const int64_t axis_;
+  const Device device_;
+};
+
+// ---------------------------------------------------------------------------
+// MatMulAdd(a, b, addends...) = MatMul(a, b) + the sum of the addends (each
+// of the product's shape [m, n]). See matmul_kernels.cu for the row-major /
+// column-major "transpose trick".
+
+// Up to this many addends per launch of SumKernel.
+constexpr int kMaxSummands = 8;
+
+template <typename T>
+struct Summands {
+  const T* p[kMaxSummands];
+  int count;
+};
+
+// out[i] = ((p[0][i] + p[1][i]) + p[2][i]) + ..., left to right as on the CPU.
+// out may be p[0] (a later chunk of addends continues the sum in place).
+template <typename T>
+__global__ void SumKernel(T* out, Summands<T> s, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    T acc = s.p[0][i];
+    for (int t = 1; t < s.count; ++t) acc += s.p[t][i];
+    out[i] = acc;
+  }
+}
+
+class MatMulAddKernel final : public OpKernel {
+ public:
+  MatMulAddKernel(bool transpose_a, bool transpose_b, Device device)
+      : transpose_a_(transpose_a), transpose_b_(transpose_b), device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
+    return std::unique_ptr<OpKernel>(std::make_unique<MatMulAddKernel>(
+        node.GetBoolOr("transpose_a", false), node.GetBoolOr("transpose_b", false), device));
+  }
+
+  absl::Status Compute(KernelContext& ctx) override {
+    if (ctx.num_inputs() < 2) return kernels::MinArityError(2, ctx.num_inputs());
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
+    if (!IsFloating(a.dtype())) return UnsupportedDType("MatMulAdd", a.dtype());
+    if (a.rank() != 2 || b.rank() != 2)
+      return absl::InvalidArgumentError(absl::StrCat("MatMulAdd needs rank-2 operands, got ",
+                                                     a.shape().DebugString(), " and ", b.shape().DebugString()));
+    const int64_t m = a.shape().dim(transpose_a_ ? 1 : 0);
+    const int64_t k = a.shape().dim(transpose_a_ ? 0 : 1);
+    const int64_t kb = b.shape().dim(transpose_b_ ? 1 : 0);
+    const int64_t n = b.shape().dim(transpose_b_ ? 0 : 1);
+    if (k != kb)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MatMulAdd inner dimensions differ: ", a.shape().DebugString(), transpose_a_ ? " (transposed)" : "", " x ",
+          b.shape().DebugString(), transpose_b_ ? " (transposed)" : "", ": ", k, " vs ", kb));
+    const Shape shape({m, n});
+    const int num_addends = ctx.num_inputs() - 2;
+    for (int i = 2; i < ctx.num_inputs(); ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != a.dtype())
+        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " is ", DTypeName(t.dtype()),
+                                                       ", the operands are ", DTypeName(a.dtype())));
+      if (t.shape() != shape)
+        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " has shape ",
+                                                       t.shape().DebugString(), ", the product has shape ",
+                                                       shape.DebugString()));
+    }
+    const int64_t kMaxDim = 0x7fffffff;
+    if (m > kMaxDim || n > kMaxDim || k > kMaxDim)
+      return absl::UnimplementedError("MatMulAdd on CUDA: a dimension exceeds 2^31-1 (cuBLAS int API)");
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(a.dtype(), shape, device_));
+    if (m > 0 && n > 0) {
+      // out = the sum of the addends (0 when there are none)...
+      if (num_addends == 0) {
+        if (k == 0) TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
+      } else if (num_addends == 1) {
+        TDF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out.raw_mutable_data(), ctx.input(2).raw_data(), out.bytes(),
+                                                 cudaMemcpyDeviceToDevice, launch.stream));
+      } else if (a.dtype() == DType::kFloat32) {
+        TDF_RETURN_IF_ERROR(SumAddends<float>(ctx, launch, out));
+      } else {
+        TDF_RETURN_IF_ERROR(SumAddends<double>(ctx, launch, out));
+      }
+      // ... plus the product (beta 1 accumulates onto the addends; beta 0
+      // never reads out's uninitialized contents). k == 0 is an empty sum.
+      if (k > 0) {
+        cublasHandle_t handle = launch.device->cublas();
+        const CublasFunctions& blas = launch.device->blas();
+        TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));
+        const cublasOperation_t op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const cublasOperation_t op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+        // Leading dims: the row length of each row-major buffer.
+        const int lda = static_cast<int>(std::max<int64_t>(1, a.shape().dim(1)));
+        const int ldb = static_cast<int>(std::max<int64_t>(1, b.shape().dim(1)));
+        const int ldc = static_cast<int>(n);
+        if (a.dtype() == DType::kFloat32) {
+          const float one = 1.0f, beta = num_addends > 0 ? 1.0f : 0.0f;
+          TDF_CUBLAS_RETURN_IF_ERROR(blas.sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
+                                                lda, &beta, out.mutable_data<float>(), ldc));
+        } else {
+          const double one = 1.0, beta = num_addends > 0 ? 1.0 : 0.0;
+          TDF_CUBLAS_RETURN_IF_ERROR(blas.dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                                static_cast<int>(k), &one, b.data<double>(), ldb,
+                                                a.data<double>(), lda, &beta, out.mutable_data<double>(), ldc));
+        }
+      }
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  // out = addend 0 + addend 1 + ... (inputs 2.. of ctx; at least two), in
+  // chunks of kMaxSummands: each later chunk starts from out.
+  template <typename T>
+  static absl::Status SumAddends(const KernelContext& ctx, const Launch& launch, Tensor& out) {
+    const int64_t size = out.num_elements();
+    T* dst = out.mutable_data<T>();
+    int next = 2;  // the next input to add
+    bool first = true;
+    while (next < ctx.num_inputs()) {
+      Summands<T> s{};
+      s.count = 0;
+      if (!first) s.p[s.count++] = dst;
+      while (s.count < kMaxSummands && next < ctx.num_inputs()) s.p[s.count++] = ctx.input(next++).data<T>();
+      SumKernel<T><<<GridFor(size), 256, 0, launch.stream>>>(dst, s, size);
+      TDF_CUDA_RETURN_IF_LAUNCH_FAILED("SumKernel");
+      first = false;
+    }
+    return absl::OkStatus();
+  }
+
+  const bool transpose_a_;
+  const bool transpose_b_;
+  const Device device_;
+};
+
+}  // namespace
+
+void RegisterCudaGradientKernels(KernelRegistry& r) {
+  RegisterCuda<ConcatGradKernel>(r, "ConcatGrad");
+  RegisterCuda<SliceGradKernel>(r, "SliceGrad");
+  RegisterCuda<GatherGradKernel>(r, "GatherGrad");
+  RegisterCuda<MatMulAddKernel>(r, "MatMulAdd");
+}
+
+}  // namespace cuda
+}  // namespace tdf
