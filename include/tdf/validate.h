@@ -30,7 +30,10 @@
 #ifndef TDF_VALIDATE_H_
 #define TDF_VALIDATE_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tdf/graph.h"
 
 namespace tdf {
@@ -41,6 +44,13 @@ absl::Status Validate(const Graph& graph);
 // Validates one function body against its signature; calls in the body are
 // resolved in `library`.
 absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary& library);
+
+// The dtypes of the outputs of every node of `nodes` (a main graph, with
+// `function` null, or the body of `function`), indexed like `nodes`, as
+// Validate infers them. Fails where Validate's structure or dtype checks do.
+absl::StatusOr<std::vector<std::vector<DType>>> InferOutputTypes(const std::vector<NodeDef>& nodes,
+                                                                 const FunctionDef* function,
+                                                                 const FunctionLibrary& library);
 
 }  // namespace tdf
 

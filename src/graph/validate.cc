@@ -65,6 +65,15 @@ class BodyValidator {
     return frames.status();
   }
 
+  // The dtypes of every node's outputs, without the checks that do not need
+  // them (calls, variables, Arg/Retval coverage, frames).
+  absl::StatusOr<std::vector<std::vector<DType>>> InferTypes() {
+    TDF_RETURN_IF_ERROR(CheckNodesAndInputs());
+    TDF_RETURN_IF_ERROR(CheckAcyclic());
+    TDF_RETURN_IF_ERROR(InferAndCheckTypes());
+    return types_;
+  }
+
  private:
   // Names, ops, input syntax, dangling inputs, data-after-control, and the
   // ops that belong only inside (Arg, Retval) or outside (Variable,
@@ -360,6 +369,14 @@ absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary
     }
   }
   return InFunction(sig.name, BodyValidator(function.node, &function, library).Run());
+}
+
+absl::StatusOr<std::vector<std::vector<DType>>> InferOutputTypes(const std::vector<NodeDef>& nodes,
+                                                                 const FunctionDef* function,
+                                                                 const FunctionLibrary& library) {
+  absl::StatusOr<std::vector<std::vector<DType>>> types = BodyValidator(nodes, function, library).InferTypes();
+  if (function != nullptr && !types.ok()) return InFunction(function->signature.name, types.status());
+  return types;
 }
 
 absl::Status Validate(const Graph& graph) {

@@ -430,6 +430,9 @@ class Compiler {
       if (Info(n).def->op != "Const" || n.num_inputs != 0) continue;
       ExecBlock& blk = exe_->blocks[n.block];
       if (blk.kind != ExecBlock::Kind::kFunction || n.edges.empty()) continue;
+      // A GPU Const's consumers read its device copy, which its kernel makes.
+      absl::StatusOr<Device> device = Device::Parse(Info(n).def->device);
+      if (!device.ok() || !device->is_cpu()) continue;
       TDF_ASSIGN_OR_RETURN(Tensor value, Info(n).def->GetTensor("value"));
       if (!value.is_inline_scalar()) continue;
       bool foldable = true;

@@ -17,6 +17,7 @@
 #include "cuda/device_backend.h"
 #include "tdf/op_registry.h"
 #include "tdf/status.h"
+#include "tdf/validate.h"
 
 namespace tdf {
 namespace {
@@ -30,7 +31,8 @@ const absl::flat_hash_set<std::string>& GpuOps() {
       "Neg", "Abs", "Square", "Sign", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "Sqrt", "Rsqrt", "Reciprocal",
       "LogicalNot", "Cast", "AddN", "Const", "Identity", "ZerosLike", "OnesLike",
       "Sum", "Mean", "Max", "SumToShapeOf", "Softmax", "SoftmaxCrossEntropy",
-      "Reshape", "ReshapeLike", "Transpose", "Concat", "Slice", "Gather", "BroadcastTo", "MatMul"};
+      "Reshape", "ReshapeLike", "Transpose", "Concat", "Slice", "Gather", "BroadcastTo", "MatMul",
+      "ConcatGrad", "SliceGrad", "GatherGrad", "MatMulAdd"};
   return *ops;
 }
 
@@ -55,8 +57,9 @@ class BodyPlacer {
   BodyPlacer(std::vector<NodeDef>& nodes, const PlacementOptions& options, PlacementReport& report)
       : nodes_(nodes), options_(options), report_(report) {}
 
-  // Step 1 for one body.
-  absl::Status AutoPlace() {
+  // Step 1 for one body. `function` is the body's function (null for the
+  // main graph), for the dtypes of its Args.
+  absl::Status AutoPlace(const FunctionDef* function, const FunctionLibrary& library) {
     // Producers of predicates stay on the host.
     absl::flat_hash_set<std::string> predicate_producers;
     for (const NodeDef& n : nodes_) {
@@ -67,12 +70,35 @@ class BodyPlacer {
       TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(n.input[pred_input]));
       predicate_producers.insert(ref.node);
     }
+    // Integer and boolean work on integer and boolean values (index
+    // arithmetic, a tree's child indices) stays on the host, as TensorFlow
+    // keeps int32 in host memory: on the GPU each such scalar would cost a
+    // launch, and every predicate or Gather index derived from it a copy
+    // back with a host synchronization.
+    TDF_ASSIGN_OR_RETURN(std::vector<std::vector<DType>> types, InferOutputTypes(nodes_, function, library));
+    absl::flat_hash_map<std::string, int> index;
+    for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].name] = static_cast<int>(i);
+    auto host_typed = [&](size_t i) -> absl::StatusOr<bool> {
+      for (DType t : types[i])
+        if (IsFloating(t)) return false;
+      const NodeDef& n = nodes_[i];
+      for (int k = 0; k < n.num_data_inputs(); ++k) {
+        TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(n.input[k]));
+        auto it = index.find(ref.node);
+        if (it == index.end() || ref.port < 0 || ref.port >= static_cast<int>(types[it->second].size())) return false;
+        if (IsFloating(types[it->second][ref.port])) return false;
+      }
+      return true;
+    };
     const std::string gpu = absl::StrCat("cuda:", options_.gpu_index);
-    for (NodeDef& n : nodes_) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      NodeDef& n = nodes_[i];
       if (!n.device.empty()) continue;
       const OpSchema* schema = OpRegistry::Global()->Find(n.op);
       if (schema == nullptr || schema->kind() != OpKind::kKernel || schema->stateful()) continue;
       if (!GpuOps().contains(n.op) || predicate_producers.contains(n.name)) continue;
+      TDF_ASSIGN_OR_RETURN(bool on_host, host_typed(i));
+      if (on_host) continue;
       n.device = gpu;
     }
     return absl::OkStatus();
@@ -137,6 +163,10 @@ class BodyPlacer {
       NodeDef& n = nodes_[i];
       const OpSchema* schema = OpRegistry::Global()->Find(n.op);
       if (schema == nullptr) continue;
+      // A copy takes its input from any device; without this a second pass
+      // (a placed graph given to a Session) would put a real device -> host
+      // round trip in front of every copy of a control-flow value.
+      if (n.op == "CopyToHost" || n.op == "CopyToDevice") continue;
       absl::StatusOr<Device> dst = Device::Parse(n.device);
       if (!dst.ok()) continue;
       const bool dst_gpu = dst->type == Device::Type::kCuda;
@@ -225,7 +255,11 @@ absl::Status PlaceDevices(Graph& graph, const PlacementOptions& options, Placeme
   for (FunctionDef& fn : functions) bodies.push_back(&fn.node);
 
   if (options.place_tensor_ops_on_gpu) {
-    for (auto* body : bodies) TDF_RETURN_IF_ERROR(BodyPlacer(*body, options, r).AutoPlace());
+    TDF_RETURN_IF_ERROR(BodyPlacer(graph.node, options, r).AutoPlace(nullptr, graph.library));
+    for (FunctionDef& fn : functions) {
+      // A declared-only function has no body to place.
+      if (fn.defined) TDF_RETURN_IF_ERROR(BodyPlacer(fn.node, options, r).AutoPlace(&fn, graph.library));
+    }
   }
   int gpu_nodes = 0;
   int max_index = -1;

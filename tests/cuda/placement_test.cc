@@ -131,6 +131,67 @@ TEST(Placement, GpuOptionPlacesTensorOpsButNotControlFlowOrPredicates) {
   EXPECT_TRUE(Validate(g).ok()) << Validate(g);
 }
 
+// Integer and boolean work on integer and boolean values stays on the host;
+// anything that reads or makes a floating-point value goes to the GPU.
+TEST(Placement, GpuOptionLeavesIndexArithmeticOnTheHost) {
+  GraphBuilder b;
+  Output table = b.Placeholder("table", DType::kFloat32);
+  Output children = b.Placeholder("children", DType::kInt64);
+  Output i = b.Placeholder("i", DType::kInt64);
+  Output j = b.Add(b.Mul(i, b.Const<int64_t>(2, "two")), b.Const<int64_t>(1, "one"));  // int math
+  Output child = b.Gather(children, j);                                                    // int Gather
+  Output row = b.Gather(table, child);                                                     // float Gather
+  Output scaled = b.Mul(row, b.Const<float>(0.5f, "half"));                                // float math
+  Output as_float = b.Cast(i, DType::kFloat32);                                            // int -> float
+  Output positive = b.Greater(scaled, b.ZerosLike(scaled));                                // float -> bool
+  b.Identity(b.Add(scaled, as_float), "out");
+  b.Identity(positive, "mask");
+  Graph g = *b.Build();
+  PlacementOptions opts;
+  opts.place_tensor_ops_on_gpu = true;
+  opts.device_count_override = 1;
+  ASSERT_TRUE(PlaceDevices(g, opts).ok());
+  auto device_of = [&](const Output& o) { return Node(g, o.builder->Name(o)).device; };
+  EXPECT_EQ(device_of(j), "");
+  EXPECT_EQ(Node(g, "two").device, "");
+  EXPECT_EQ(Node(g, "one").device, "");
+  EXPECT_EQ(device_of(child), "");
+  EXPECT_EQ(device_of(row), "cuda:0");
+  EXPECT_EQ(device_of(scaled), "cuda:0");
+  EXPECT_EQ(Node(g, "half").device, "cuda:0");
+  EXPECT_EQ(device_of(as_float), "cuda:0");
+  EXPECT_EQ(device_of(positive), "cuda:0");
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+}
+
+// A placed graph placed again (as Session::Create does with a graph that
+// names GPUs) is unchanged: copies are not copied.
+TEST(Placement, IsIdempotent) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kFloat32);
+  Output n = b.Placeholder("n", DType::kInt64);
+  std::vector<Output> out = b.Cond(
+      b.Less(n, b.Const<int64_t>(3)), [&] { return std::vector<Output>{b.Tanh(x)}; },
+      [&] { return std::vector<Output>{b.Exp(x)}; });
+  b.Identity(b.Sum(b.Add(out[0], x)), "result");
+  Graph g = *b.Build();
+  PlacementOptions opts;
+  opts.place_tensor_ops_on_gpu = true;
+  opts.device_count_override = 1;
+  PlacementReport first;
+  ASSERT_TRUE(PlaceDevices(g, opts, &first).ok());
+  EXPECT_GT(first.copies_to_device + first.copies_to_host, 0);
+  const size_t nodes = g.node.size();
+  PlacementReport second;
+  ASSERT_TRUE(PlaceDevices(g, opts, &second).ok());
+  EXPECT_EQ(second.copies_to_device, 0);
+  EXPECT_EQ(second.copies_to_host, 0);
+  EXPECT_EQ(g.node.size(), nodes);
+  opts.place_tensor_ops_on_gpu = false;
+  ASSERT_TRUE(PlaceDevices(g, opts, &second).ok());
+  EXPECT_EQ(g.node.size(), nodes);
+}
+
 TEST(Placement, ExplicitDeviceWinsOverTheOption) {
   Graph g = MixedGraph();
   PlacementOptions opts;

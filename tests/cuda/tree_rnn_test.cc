@@ -6,14 +6,15 @@
 //
 // run as one static graph (StaticizeRecursion) on the CPU, checked against a
 // native C++ evaluation, and on cuda:0 after the placement pass (skipped
-// without a device). Forward only: the gradients of Gather/Concat/MatMul in
-// recursive functions belong to the autodiff issue.
+// without a device); and its gradients with respect to the weights, which
+// differentiate through the recursion (the fused autodiff pass), on both.
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "tdf/autodiff.h"
 #include "cuda/gpu_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -139,6 +140,25 @@ TEST(TreeRnn, PlacementKeepsControlFlowOnTheCpuAndComputeOnTheGpu) {
       EXPECT_FALSE(absl::StartsWith(n.device, "cuda")) << NodeLabel(n);
   }
   EXPECT_EQ(gpu_matmuls, 1);  // one shared body, however deep the recursion
+  // Index arithmetic (i * 2 + 1, i - kInternal) stays on the host: every
+  // GPU node computes floating-point values.
+  std::vector<const std::vector<NodeDef>*> bodies = {&g.node};
+  std::vector<const FunctionDef*> fns = {nullptr};
+  for (const auto& [name, f] : g.library.functions()) {
+    bodies.push_back(&f.node);
+    fns.push_back(&f);
+  }
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    absl::StatusOr<std::vector<std::vector<DType>>> types = InferOutputTypes(*bodies[b], fns[b], g.library);
+    ASSERT_TRUE(types.ok()) << types.status();
+    for (size_t i = 0; i < bodies[b]->size(); ++i) {
+      const NodeDef& n = (*bodies[b])[i];
+      if (!absl::StartsWith(n.device, "cuda")) continue;
+      bool floating = false;
+      for (DType t : (*types)[i]) floating |= IsFloating(t);
+      EXPECT_TRUE(floating) << NodeLabel(n) << " computes no floating-point value on the GPU";
+    }
+  }
   EXPECT_GT(report.copies_to_device, 0);
   EXPECT_GT(report.copies_to_host, 0);
 }
@@ -180,6 +200,132 @@ TEST(TreeRnn, GpuMatchesCpu) {
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     EXPECT_TRUE(kernel_test::TensorNear((*gpu)[0], (*cpu)[0], 1e-5));
     EXPECT_TRUE(kernel_test::TensorNear((*gpu)[1], (*cpu)[1], 1e-5));
+  }
+}
+
+// The same tree with the weights as feeds, passed down the recursion as
+// arguments, and the gradients of sum(h(root)) with respect to them: the
+// backward pass runs through the recursive calls (fused with the forward
+// invocations) on the GPU.
+Graph TreeRnnGradientGraph() {
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"tree",
+       {{"i", DType::kInt64}, {"w", DType::kFloat64}, {"bias", DType::kFloat64}, {"e", DType::kFloat64}},
+       {{"h", DType::kFloat64}}},
+      [&](GraphBuilder& f, const std::vector<Output>& args) -> std::vector<Output> {
+        Output i = args[0], w = args[1], bias = args[2], e = args[3];
+        return f.Cond(
+            f.Less(i, f.Const<int64_t>(kInternal)),
+            [&] {
+              Output two = f.Const<int64_t>(2);
+              Output left = f.Call("tree", {f.Add(f.Mul(i, two), f.Const<int64_t>(1)), w, bias, e})[0];
+              Output right = f.Call("tree", {f.Add(f.Mul(i, two), two), w, bias, e})[0];
+              Output x = f.Concat({left, right}, 1);
+              return std::vector<Output>{f.Tanh(f.Add(f.MatMul(x, w), bias))};
+            },
+            [&] {
+              Output row = f.Gather(e, f.Sub(i, f.Const<int64_t>(kInternal)));
+              return std::vector<Output>{f.Reshape(row, {1, kHidden})};
+            });
+      });
+  EXPECT_TRUE(s.ok()) << s;
+  Output root = b.Placeholder("root", DType::kInt64);
+  Output w = b.Placeholder("w", DType::kFloat64);
+  Output bias = b.Placeholder("bias", DType::kFloat64);
+  Output e = b.Placeholder("e", DType::kFloat64);
+  Output h = b.Call("tree", {root, w, bias, e})[0];
+  b.Identity(b.Sum(b.Mul(h, h)), "loss");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return Graph{};
+  absl::StatusOr<std::vector<std::string>> grads = AddGradients(*g, {"loss"}, {"w", "bias", "e"});
+  EXPECT_TRUE(grads.ok()) << grads.status();
+  if (grads.ok()) {
+    const char* names[] = {"dw", "dbias", "de"};
+    for (int k = 0; k < 3; ++k) {
+      NodeDef id;
+      id.name = names[k];
+      id.op = "Identity";
+      id.input = {(*grads)[k]};
+      g->node.push_back(std::move(id));
+    }
+  }
+  return *g;
+}
+
+std::vector<std::pair<std::string, Tensor>> GradientFeeds(int64_t root) {
+  const Weights p = MakeWeights();
+  auto to64 = [](const std::vector<float>& v, Shape shape) {
+    std::vector<double> d(v.begin(), v.end());
+    return *Tensor::FromVector<double>(d, std::move(shape));
+  };
+  return {{"w", to64(p.w, Shape({2 * kHidden, kHidden}))},
+          {"bias", to64(p.b, Shape({1, kHidden}))},
+          {"e", to64(p.e, Shape({kLeaves, kHidden}))},
+          {"root", Tensor::Scalar<int64_t>(root)}};
+}
+
+// The graph itself, on the CPU: dbias against central differences.
+TEST(TreeRnn, GradientsThroughTheRecursionMatchFiniteDifferences) {
+  const Graph graph = TreeRnnGradientGraph();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(graph);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<std::pair<std::string, Tensor>> feeds = GradientFeeds(0);
+  absl::StatusOr<std::vector<Tensor>> out = (*session)->Run(feeds, {"dbias"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor bias = feeds[1].second;
+  constexpr double kEps = 1e-6;
+  for (int64_t j = 0; j < kHidden; ++j) {
+    double loss[2];
+    for (int side = 0; side < 2; ++side) {
+      Tensor moved = *Tensor::FromVector<double>(
+          std::vector<double>(bias.data<double>(), bias.data<double>() + kHidden), bias.shape());
+      moved.mutable_data<double>()[j] += side == 0 ? kEps : -kEps;
+      std::vector<std::pair<std::string, Tensor>> f = feeds;
+      f[1].second = moved;
+      absl::StatusOr<std::vector<Tensor>> l = (*session)->Run(f, {"loss"});
+      ASSERT_TRUE(l.ok()) << l.status();
+      loss[side] = (*l)[0].scalar<double>();
+    }
+    EXPECT_NEAR((*out)[0].data<double>()[j], (loss[0] - loss[1]) / (2 * kEps), 1e-6) << j;
+  }
+}
+
+TEST(TreeRnn, GradientsThroughTheRecursionOnTheGpuMatchTheCpu) {
+  TDF_SKIP_WITHOUT_GPU();
+  const Graph graph = TreeRnnGradientGraph();
+  for (int64_t root : {0, 1, 9}) {
+    SCOPED_TRACE(root);
+    const std::vector<std::pair<std::string, Tensor>> feeds = GradientFeeds(root);
+    std::vector<std::vector<Tensor>> results;
+    for (bool gpu : {false, true}) {
+      SessionOptions options;
+      options.place_tensor_ops_on_gpu = gpu;
+      options.fallback_to_cpu = false;
+      options.num_workers = 2;
+      absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(graph, options);
+      ASSERT_TRUE(session.ok()) << session.status();
+      RunStats stats;
+      absl::StatusOr<std::vector<Tensor>> out =
+          (*session)->Run(feeds, {"loss", "dw", "dbias", "de"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << (gpu ? "gpu: " : "cpu: ") << out.status();
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      for (Tensor& t : *out) {
+        ASSERT_TRUE(t.device().is_cpu());
+      }
+      results.push_back(*out);
+    }
+    for (size_t k = 0; k < results[0].size(); ++k) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(kernel_test::TensorNear(results[1][k], results[0][k], 1e-10));
+    }
+    // The gradient is not trivially zero (a leaf root has dw = dbias = 0,
+    // but not de).
+    double norm = 0;
+    for (size_t k = 1; k < results[0].size(); ++k)
+      for (int64_t j = 0; j < results[0][k].num_elements(); ++j) norm += std::abs(results[0][k].data<double>()[j]);
+    EXPECT_GT(norm, 0);
   }
 }
 
