@@ -36,8 +36,11 @@ bool HaveGpu(benchmark::State& state) {
 }
 
 // Runs `op` on `inputs` (already on `device`) once per iteration. GPU
-// iterations synchronize, so the time is the kernel's, not the launch's.
-void RunKernelLoop(benchmark::State& state, const std::string& op, Device device, const std::vector<Tensor>& inputs) {
+// iterations synchronize, so the time is the kernel's, not the launch's;
+// with `sync_each` false only the last one does, so the time is what a
+// worker thread spends launching (or, if the GPU is slower, the kernel's).
+void RunKernelLoop(benchmark::State& state, const std::string& op, Device device, const std::vector<Tensor>& inputs,
+                   bool sync_each = true) {
   NodeDef node;
   node.name = "bench";
   node.op = op;
@@ -54,12 +57,16 @@ void RunKernelLoop(benchmark::State& state, const std::string& op, Device device
   for (auto _ : state) {
     KernelContext ctx(ptrs.data(), static_cast<int>(ptrs.size()), &out, 1, device);
     absl::Status s = (*kernel)->Compute(ctx);
-    if (s.ok() && !device.is_cpu()) s = DeviceBackend::Synchronize(device);
+    if (s.ok() && !device.is_cpu() && sync_each) s = DeviceBackend::Synchronize(device);
     if (!s.ok()) {
       state.SkipWithError(std::string(s.message()).c_str());
       return;
     }
     benchmark::DoNotOptimize(out.raw_data());
+  }
+  if (!device.is_cpu() && !sync_each) {
+    absl::Status s = DeviceBackend::Synchronize(device);
+    if (!s.ok()) state.SkipWithError(std::string(s.message()).c_str());
   }
 }
 
@@ -104,6 +111,27 @@ void BM_Add_Gpu(benchmark::State& state) {
 }
 BENCHMARK(BM_Add_Cpu)->RangeMultiplier(4)->Range(1 << 20, 64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Add_Gpu)->RangeMultiplier(4)->Range(1 << 20, 64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The fixed cost of one small op: a [1, 150] Add (a TreeRNN node's size),
+// synchronized each time (a round trip: launch, run, wait) or launched back
+// to back (what a worker thread pays per GPU op).
+void BM_SmallAdd_Cpu(benchmark::State& state) {
+  RunKernelLoop(state, "Add", Device::Cpu(), {RandomFloats(Shape({1, 150}), 1), RandomFloats(Shape({1, 150}), 2)});
+}
+void BM_SmallAdd_Gpu_RoundTrip(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  RunKernelLoop(state, "Add", Device::Cuda(0),
+                OnDevice({RandomFloats(Shape({1, 150}), 1), RandomFloats(Shape({1, 150}), 2)}, Device::Cuda(0)));
+}
+void BM_SmallAdd_Gpu_Launch(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  RunKernelLoop(state, "Add", Device::Cuda(0),
+                OnDevice({RandomFloats(Shape({1, 150}), 1), RandomFloats(Shape({1, 150}), 2)}, Device::Cuda(0)),
+                /*sync_each=*/false);
+}
+BENCHMARK(BM_SmallAdd_Cpu)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SmallAdd_Gpu_RoundTrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SmallAdd_Gpu_Launch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // TreeRNN forward: h(i) = i < internal ? tanh([h(2i+1), h(2i+2)]·W + b) : E[i - internal],
 // a complete binary tree of 2^depth leaves, hidden size H.

@@ -185,6 +185,8 @@ absl::StatusOr<Compiled> Compile(GraphBuilder& b, const Vars& v, const ModelConf
   for (const auto& [name, f] : g.library.functions()) out.nodes += static_cast<int64_t>(f.node.size());
   tdf::SessionOptions options;
   options.num_workers = workers;
+  options.place_tensor_ops_on_gpu = c.gpu;
+  options.fallback_to_cpu = false;
   TDF_ASSIGN_OR_RETURN(out.session, tdf::Session::Create(g, options));
   return out;
 }

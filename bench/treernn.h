@@ -57,6 +57,9 @@ struct ModelConfig {
   double learning_rate = 0.01;
   tdf::DType dtype = tdf::DType::kFloat32;  // kFloat32 or kFloat64
   uint64_t seed = 7;                        // parameter initialization
+  // Place every tensor op with a CUDA kernel on cuda:0 (SessionOptions::
+  // place_tensor_ops_on_gpu); without a device, Model::Create fails.
+  bool gpu = false;
 };
 
 // The parameters, each a tensor of the config's dtype, in this order.

@@ -24,6 +24,7 @@
 //   tdf_treernn_bench [--quick] [--smoke] [--batch_sizes=1,5,10,25] [--workers=N]
 //                     [--filter=REGEX] [--data=SST.txt] [--trees=N] [--vocab=N]
 //                     [--embedding=N] [--hidden=N] [--repetitions=N] [--csv=PATH] [--no_verify]
+//                     [--gpu]
 //                     [--benchmark_*=...]
 //   --quick   100 training / 50 test trees, short measurements
 //   --smoke   a tiny model on tiny trees, batch sizes 1 and 3: for ctest
@@ -69,6 +70,7 @@ struct Flags {
   int hidden = 150;
   std::string csv;
   bool verify = true;
+  bool gpu = false;
   int repetitions = 0;  // 0: 1 with --quick, else 3
   bool user_min_time = false;
   std::vector<std::string> benchmark_args;
@@ -89,7 +91,8 @@ void PrintUsage() {
                "  --vocab=N        generated vocabulary size (default 3000)\n"
                "  --repetitions=N  measure each case N times, report the median (default 3; 1 with --quick)\n"
                "  --csv=PATH       also write the table as CSV\n"
-               "  --no_verify      skip the float64 check against native before the measurements\n");
+               "  --no_verify      skip the float64 check against native before the measurements\n"
+               "  --gpu            place the tdf models' tensor ops on cuda:0 (the native case stays on the CPU)\n");
 }
 
 bool ParseInt(const std::string& v, int* out) { return absl::SimpleAtoi(v, out) && *out > 0; }
@@ -109,6 +112,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->quick = true;
     } else if (arg == "--smoke") {
       f->smoke = true;
+    } else if (arg == "--gpu") {
+      f->gpu = true;
     } else if (arg == "--no_verify") {
       f->verify = false;
     } else if (value("--batch_sizes", &v)) {
@@ -524,6 +529,7 @@ int RealMain(int argc, char** argv) {
   ModelConfig& config = state.config;
   config.embedding = flags.embedding;
   config.hidden = flags.hidden;
+  config.gpu = flags.gpu;
   GeneratorOptions gen;
   int test_trees = flags.test_trees;
   if (flags.quick) {
