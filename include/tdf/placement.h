@@ -6,16 +6,21 @@
 //   1. with `place_tensor_ops_on_gpu`, puts every tensor op that has a CUDA
 //      kernel on cuda:`gpu_index`, leaving alone nodes that name a device,
 //      control-flow primitives (Switch, Merge, Enter, Exit, NextIteration,
-//      Call, Return), Placeholder, Variable and the state ops, LoopCond, and
-//      the producers of a Switch or LoopCond predicate: the executor reads a
-//      predicate on the host, so computing it there avoids a round trip (as
-//      TensorFlow keeps such scalars in host memory);
+//      Call, Return), Placeholder, the state ops (Read, Assign, ...: host
+//      nodes that update a variable where it lives), LoopCond, the producers
+//      of a Switch or LoopCond predicate (the executor reads a predicate on
+//      the host, so computing it there avoids a round trip), and integer and
+//      boolean work on integer and boolean values (index arithmetic: as
+//      TensorFlow keeps int32 in host memory); and puts floating-point
+//      Variables there too, so their values stay on the GPU between runs and
+//      an optimizer step updates them with GPU kernels;
 //   2. without a usable device (DeviceCount() == 0, or a build without CUDA)
 //      either rewrites every cuda:N node to "cpu" and says so once on stderr
 //      ("tdf: no CUDA device (...); running on the CPU"), or fails with
 //      FailedPrecondition naming the first GPU node, as `fallback_to_cpu`
 //      chooses;
-//   3. inserts a copy where a value crosses devices: "CopyToDevice" (attr
+//   3. inserts a copy where a value crosses devices (a state op takes its
+//      inputs from any device and copies them itself): "CopyToDevice" (attr
 //      `device`) before a GPU consumer of a host value, "CopyToHost" before a
 //      host consumer (a CPU kernel, or a Switch predicate) of a device value.
 //      Control-flow primitives only move tokens, so values flow through them

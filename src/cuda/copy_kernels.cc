@@ -72,6 +72,20 @@ class CopyToHostKernel final : public OpKernel {
 
 }  // namespace
 
+absl::StatusOr<Tensor> CopyTensorTo(const Tensor& t, Device to) {
+  if (!t.valid()) return absl::InvalidArgumentError("cannot copy an invalid (empty) tensor");
+  if (t.device() == to) return t;
+  Tensor host = t;
+  if (!t.device().is_cpu()) {
+    TDF_ASSIGN_OR_RETURN(host, Tensor::Empty(t.dtype(), t.shape()));
+    TDF_RETURN_IF_ERROR(DeviceBackend::CopyDeviceToHost(host.raw_mutable_data(), t.raw_data(), t.bytes(), t.device()));
+    if (to.is_cpu()) return host;
+  }
+  TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(t.dtype(), t.shape(), to));
+  TDF_RETURN_IF_ERROR(DeviceBackend::CopyHostToDevice(out.raw_mutable_data(), host.raw_data(), host.bytes(), to));
+  return out;
+}
+
 void RegisterCopyKernels(KernelRegistry& registry) {
   registry.Register("CopyToDevice", Device::Type::kCpu,
                     [](const NodeDef& node) { return CopyToDeviceKernel::Create(node); });

@@ -17,11 +17,18 @@
 #ifndef TDF_SRC_CUDA_COPY_KERNELS_H_
 #define TDF_SRC_CUDA_COPY_KERNELS_H_
 
+#include "absl/status/statusor.h"
 #include "tdf/kernel.h"
 
 namespace tdf {
 
 void RegisterCopyKernels(KernelRegistry& registry);
+
+// `t` on `to`: `t` itself when it is there already, else a copy that is
+// complete when this returns (host -> device and device -> host alike), so
+// the source may be released at once. Device errors that kernels recorded
+// are not checked here (DeviceBackend::Synchronize does that).
+absl::StatusOr<Tensor> CopyTensorTo(const Tensor& t, Device to);
 
 }  // namespace tdf
 

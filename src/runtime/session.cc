@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/sync.h"
+#include "cuda/copy_kernels.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -151,9 +152,16 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
         shape = *sh->get_if<Shape>();
       TDF_ASSIGN_OR_RETURN(init, Tensor::Zeros(slot->dtype, shape));
     }
+    // A variable placed on a GPU keeps its value there (its updates run as
+    // GPU kernels); the initial value is copied once, here.
+    absl::StatusOr<Device> device = Device::Parse(def.device);
+    if (!device.ok()) return NodeError(def, device.status().code(), device.status().message());
+    slot->device = *device;
+    absl::StatusOr<Tensor> placed = CopyTensorTo(init, slot->device);
+    if (!placed.ok()) return NodeError(def, placed.status().code(), placed.status().message());
     {
       base::MutexLock lock(&slot->mu);
-      slot->value = init;
+      slot->value = *std::move(placed);
     }
     impl->variables.slots.push_back(std::move(slot));
   }
@@ -174,8 +182,12 @@ const Graph& Session::executable_graph() const { return impl_->exe->graph; }
 absl::StatusOr<Tensor> Session::ReadVariable(const std::string& name) const {
   for (const auto& slot : impl_->variables.slots) {
     if (slot->name != name) continue;
-    base::MutexLock lock(&slot->mu);
-    return slot->value;
+    Tensor value;
+    {
+      base::MutexLock lock(&slot->mu);
+      value = slot->value;
+    }
+    return CopyTensorTo(value, Device::Cpu());  // a GPU variable's value comes home
   }
   return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
 }
@@ -186,8 +198,9 @@ absl::Status Session::AssignVariable(const std::string& name, const Tensor& valu
     if (value.dtype() != slot->dtype)
       return absl::InvalidArgumentError(absl::StrCat("variable '", name, "' is ", DTypeName(slot->dtype), ", value is ",
                                                      DTypeName(value.dtype())));
+    TDF_ASSIGN_OR_RETURN(Tensor placed, CopyTensorTo(value, slot->device));
     base::MutexLock lock(&slot->mu);
-    slot->value = value;
+    slot->value = std::move(placed);
     return absl::OkStatus();
   }
   return absl::NotFoundError(absl::StrCat("no variable '", name, "'"));
@@ -204,8 +217,13 @@ absl::Status Session::SaveVariables(const std::string& path) const {
   NamedTensors values;
   values.reserve(impl_->variables.slots.size());
   for (const auto& slot : impl_->variables.slots) {
-    base::MutexLock lock(&slot->mu);
-    values.emplace_back(slot->name, slot->value);
+    Tensor value;
+    {
+      base::MutexLock lock(&slot->mu);
+      value = slot->value;
+    }
+    TDF_ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(value, Device::Cpu()));
+    values.emplace_back(slot->name, std::move(host));
   }
   return SaveTensors(values, path);
 }
@@ -240,9 +258,15 @@ absl::Status Session::RestoreVariables(const std::string& path, bool allow_missi
     return absl::NotFoundError(absl::StrCat(path, ": no value for variable", missing.size() > 1 ? "s " : " ",
                                             absl::StrJoin(missing, ", ")));
   }
+  std::vector<Tensor> placed;
+  placed.reserve(assignments.size());
   for (const auto& [slot, value] : assignments) {
-    base::MutexLock lock(&slot->mu);
-    slot->value = *value;
+    TDF_ASSIGN_OR_RETURN(Tensor t, CopyTensorTo(*value, slot->device));
+    placed.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < assignments.size(); ++i) {
+    base::MutexLock lock(&assignments[i].first->mu);
+    assignments[i].first->value = std::move(placed[i]);
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,8 @@
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
+#include "cuda/copy_kernels.h"
+#include "cuda/device_backend.h"
 #include "tdf/status.h"
 
 namespace tdf {
@@ -63,6 +65,26 @@ absl::StatusOr<Tensor> UpdateTarget(VariableSlot& var, bool copy) ABSL_EXCLUSIVE
   return Tensor::Empty(var.dtype, var.value.shape());
 }
 
+// Runs `op`'s kernel for `device` once on `inputs` (on that device) and
+// returns its output: a GPU variable's update is an ordinary GPU kernel,
+// queued on the device's stream behind whatever produced its operands and
+// ahead of whatever reads the new value.
+absl::StatusOr<Tensor> RunDeviceKernel(const char* op, std::vector<const Tensor*> inputs, Device device,
+                                       AttrMap attrs = {}) {
+  NodeDef node;
+  node.name = op;
+  node.op = op;
+  node.device = device.ToString();
+  node.attr = std::move(attrs);
+  for (size_t i = 0; i < inputs.size(); ++i) node.input.push_back(absl::StrCat("in", i));
+  TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, KernelRegistry::Global()->Create(node, device.type));
+  Tensor out;
+  KernelContext ctx(inputs.data(), static_cast<int>(inputs.size()), &out, 1, device);
+  ctx.set_device_context(DeviceBackend::Stream(device));
+  TDF_RETURN_IF_ERROR(kernel->Compute(ctx));
+  return out;
+}
+
 // var[indices[j], ...] += updates[j, ...] along axis 0 (repeats accumulate).
 template <typename T, typename I>
 absl::Status ScatterAddRows(VariableSlot& var, const Tensor& indices, const Tensor& updates, KernelContext& ctx)
@@ -77,6 +99,18 @@ absl::Status ScatterAddRows(VariableSlot& var, const Tensor& indices, const Tens
       return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: index ", idx[j], " (at position ", j,
                                                      ") is out of range [0, ", rows, ") for variable '", var.name,
                                                      "' of shape ", vs.DebugString()));
+  }
+  if (!var.value.device().is_cpu()) {
+    // The scatter of the updates into zeros of the variable's shape
+    // (GatherGrad, which accumulates repeats), then one Add.
+    TDF_ASSIGN_OR_RETURN(Tensor dev_indices, CopyTensorTo(indices, var.value.device()));
+    TDF_ASSIGN_OR_RETURN(Tensor dev_updates, CopyTensorTo(updates, var.value.device()));
+    TDF_ASSIGN_OR_RETURN(Tensor scattered, RunDeviceKernel("GatherGrad", {&var.value, &dev_indices, &dev_updates},
+                                                           var.value.device(), {{"axis", int64_t{0}}}));
+    TDF_ASSIGN_OR_RETURN(Tensor out, RunDeviceKernel("Add", {&var.value, &scattered}, var.value.device()));
+    var.value = out;
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
   }
   TDF_ASSIGN_OR_RETURN(Tensor out, UpdateTarget(var, /*copy=*/true));
   T* dst = out.mutable_data<T>();
@@ -119,10 +153,13 @@ class StateKernel final : public OpKernel {
       return absl::OkStatus();
     }
     if (op_ == StateOp::kScatterAdd) return ScatterAdd(var, ctx);
-    const Tensor& v = ctx.input(1);
-    if (v.dtype() != var.dtype)
+    if (!ctx.input(1).valid()) return absl::InvalidArgumentError("input 1 is an invalid (empty) tensor");
+    if (ctx.input(1).dtype() != var.dtype)
       return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is ", DTypeName(var.dtype),
-                                                     ", value is ", DTypeName(v.dtype())));
+                                                     ", value is ", DTypeName(ctx.input(1).dtype())));
+    // The value comes to the variable's device (the placement pass inserts
+    // no copies for state ops: a GPU variable takes GPU values as they are).
+    TDF_ASSIGN_OR_RETURN(const Tensor v, CopyTensorTo(ctx.input(1), var.device));
     if (op_ == StateOp::kAssign) {
       var.value = v;
       ctx.set_output(0, v);
@@ -133,6 +170,13 @@ class StateKernel final : public OpKernel {
                                                      var.value.shape().DebugString(), ", update has shape ",
                                                      v.shape().DebugString()));
     if (var.dtype == DType::kBool) return absl::InvalidArgumentError("cannot add to a bool variable");
+    if (!var.value.device().is_cpu()) {
+      TDF_ASSIGN_OR_RETURN(Tensor out, RunDeviceKernel(op_ == StateOp::kAssignSub ? "Sub" : "Add", {&var.value, &v},
+                                                       var.value.device()));
+      var.value = out;
+      ctx.set_output(0, std::move(out));
+      return absl::OkStatus();
+    }
     absl::StatusOr<Tensor> out = UpdateTarget(var, /*copy=*/false);
     if (!out.ok()) return out.status();
     const bool subtract = op_ == StateOp::kAssignSub;
@@ -152,8 +196,11 @@ class StateKernel final : public OpKernel {
   // ScatterAdd(handle, indices, updates): the sparse update of a Gather's
   // gradient, touching only the gathered rows.
   static absl::Status ScatterAdd(VariableSlot& var, KernelContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
-    const Tensor& indices = ctx.input(1);
-    const Tensor& updates = ctx.input(2);
+    if (!ctx.input(1).valid() || !ctx.input(2).valid())
+      return absl::InvalidArgumentError("ScatterAdd: indices and updates must be valid tensors");
+    // Indices are range-checked on the host; updates go where the variable is.
+    TDF_ASSIGN_OR_RETURN(const Tensor indices, CopyTensorTo(ctx.input(1), Device::Cpu()));
+    TDF_ASSIGN_OR_RETURN(const Tensor updates, CopyTensorTo(ctx.input(2), var.device));
     if (var.dtype != DType::kFloat32 && var.dtype != DType::kFloat64 && var.dtype != DType::kInt32 &&
         var.dtype != DType::kInt64)
       return absl::InvalidArgumentError(
@@ -165,8 +212,7 @@ class StateKernel final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: variable '", var.name, "' is ",
                                                      DTypeName(var.dtype), ", updates are ",
                                                      DTypeName(updates.dtype())));
-    if (!indices.device().is_cpu() || !updates.device().is_cpu())
-      return absl::InvalidArgumentError("ScatterAdd: indices and updates must be CPU tensors");
+
     if (!var.value.valid() || var.value.rank() == 0)
       return absl::InvalidArgumentError(
           absl::StrCat("ScatterAdd: variable '", var.name, "' must have rank >= 1, has shape ",

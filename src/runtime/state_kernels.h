@@ -21,6 +21,10 @@ namespace runtime {
 struct VariableSlot {
   std::string name;
   DType dtype = DType::kInvalid;
+  // Where the value lives (the Variable node's device). A GPU variable's
+  // updates run as GPU kernels on the device's stream; values assigned
+  // from another device are copied here.
+  Device device;
   mutable absl::Mutex mu;
   Tensor value ABSL_GUARDED_BY(mu);
 };

@@ -44,6 +44,14 @@ struct ValueDevice {
 
 bool IsControlFlow(OpKind kind) { return kind != OpKind::kKernel && kind != OpKind::kVariable; }
 
+// The ops that read or update a variable. They run on the host and take
+// their value inputs from any device (a GPU variable's update is a GPU
+// kernel, a host variable's a host one; runtime/state_kernels.cc copies what
+// is elsewhere), and a Read's value is wherever its variable lives.
+bool IsStateOp(const std::string& op) {
+  return op == "Read" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op == "ScatterAdd";
+}
+
 std::string CopyName(const std::string& producer_ref, const std::string& suffix,
                      const absl::flat_hash_set<std::string>& taken) {
   std::string base = absl::StrCat(absl::StrReplaceAll(producer_ref, {{":", "_"}}), "/", suffix);
@@ -94,6 +102,13 @@ class BodyPlacer {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       NodeDef& n = nodes_[i];
       if (!n.device.empty()) continue;
+      // A floating-point variable lives on the GPU, so a training step
+      // neither copies the parameters in nor the updates out.
+      if (n.op == "Variable") {
+        absl::StatusOr<DType> dtype = n.GetType("dtype");
+        if (dtype.ok() && IsFloating(*dtype)) n.device = gpu;
+        continue;
+      }
       const OpSchema* schema = OpRegistry::Global()->Find(n.op);
       if (schema == nullptr || schema->kind() != OpKind::kKernel || schema->stateful()) continue;
       if (!GpuOps().contains(n.op) || predicate_producers.contains(n.name)) continue;
@@ -143,6 +158,8 @@ class BodyPlacer {
       if (it == index.end()) return {ValueDevice::kUnknown};
       const NodeDef& p = nodes_[it->second];
       if (p.op == "CopyToHost") return {ValueDevice::kHost};
+      if (IsStateOp(p.op)) return {ValueDevice::kUnknown};
+      if (p.op == "Variable") return {ValueDevice::kHost};  // a handle, whatever the value's device
       if (p.op == "CopyToDevice") {
         absl::StatusOr<std::string> name = p.GetString("device");
         absl::StatusOr<Device> d = name.ok() ? Device::Parse(*name) : absl::StatusOr<Device>(name.status());
@@ -166,7 +183,7 @@ class BodyPlacer {
       // A copy takes its input from any device; without this a second pass
       // (a placed graph given to a Session) would put a real device -> host
       // round trip in front of every copy of a control-flow value.
-      if (n.op == "CopyToHost" || n.op == "CopyToDevice") continue;
+      if (n.op == "CopyToHost" || n.op == "CopyToDevice" || IsStateOp(n.op)) continue;
       absl::StatusOr<Device> dst = Device::Parse(n.device);
       if (!dst.ok()) continue;
       const bool dst_gpu = dst->type == Device::Type::kCuda;

@@ -201,21 +201,33 @@ TEST(Placement, ExplicitDeviceWinsOverTheOption) {
   EXPECT_EQ(Node(g, "s").device, "cpu");
 }
 
-TEST(Placement, StateOpsStayOnTheCpu) {
+TEST(Placement, FloatVariablesGoToTheGpuAndStateOpsStayHostNodes) {
   GraphBuilder b;
   Output v = b.Variable("v", *Tensor::FromVector<float>({1, 2}, Shape({2})));
+  Output steps = b.Variable("steps", Tensor::Scalar<int64_t>(0));
   Output r = b.Read(v);
   Output e = b.Exp(r);
   b.Identity(e, "out");
+  b.Op("AssignSub", {v, e}, {{"dtype", DType::kFloat32}}, "step");
+  b.Op("AssignAdd", {steps, b.Const<int64_t>(1)}, {{"dtype", DType::kInt64}}, "count");
   Graph g = *b.Build();
   PlacementOptions opts;
   opts.place_tensor_ops_on_gpu = true;
   opts.device_count_override = 1;
   ASSERT_TRUE(PlaceDevices(g, opts).ok());
+  EXPECT_EQ(Node(g, "v").device, "cuda:0");
+  EXPECT_EQ(Node(g, "steps").device, "");  // integer state stays on the host
   for (const NodeDef& n : g.node) {
-    if (n.op == "Variable" || n.op == "Read") EXPECT_FALSE(absl::StartsWith(n.device, "cuda")) << NodeLabel(n);
+    if (n.op == "Read" || n.op == "AssignSub" || n.op == "AssignAdd")
+      EXPECT_FALSE(absl::StartsWith(n.device, "cuda")) << NodeLabel(n);
     if (n.op == "Exp") EXPECT_EQ(n.device, "cuda:0");
+    // A state op reads its inputs where they are: no copy in front of it.
+    if (n.op == "AssignSub" || n.op == "AssignAdd")
+      for (const std::string& in : n.input) EXPECT_FALSE(absl::StrContains(in, "_to_")) << NodeLabel(n) << " " << in;
   }
+  // A Read's value may be on either device: copies that forward at run time.
+  EXPECT_EQ(Node(g, r.builder->Name(e)).input[0], absl::StrCat(r.builder->Name(r), "/_to_cuda0"));
+  EXPECT_TRUE(Validate(g).ok()) << Validate(g);
 }
 
 TEST(Placement, NoDeviceFallsBackToCpu) {
