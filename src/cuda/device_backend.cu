@@ -9,6 +9,7 @@
 #include "cuda/cuda_device.h"
 #include "tdf/status.h"
 
+#include <atomic>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -198,27 +199,36 @@ absl::Status CublasErrorStatus(cublasStatus_t err, const char* what, const char*
 
 absl::StatusOr<CudaDevice*> CudaDevice::Get(int index) {
   // Devices are created once and live for the process: buffers freed during
-  // static destruction still find their device's free list.
+  // static destruction still find their device's free list. Every kernel
+  // launch and buffer looks its device up, so a created one is read without
+  // the lock.
   static constexpr int kMaxDevices = 64;
   static absl::Mutex mu(absl::kConstInit);
-  static CudaDevice* devices[kMaxDevices] = {};
+  static std::atomic<CudaDevice*> devices[kMaxDevices] = {};
+  if (index >= 0 && index < kMaxDevices) {
+    if (CudaDevice* dev = devices[index].load(std::memory_order_acquire)) return dev;
+  }
   if (index < 0 || index >= kMaxDevices || index >= Discover().count)
     return absl::FailedPreconditionError(
         absl::StrCat("cuda:", index, " does not exist (", Discover().description, ")"));
   base::MutexLock lock(&mu);
-  if (devices[index] == nullptr) {
+  if (devices[index].load(std::memory_order_relaxed) == nullptr) {
     auto* dev = new CudaDevice(index);
     absl::Status s = dev->Init();
     if (!s.ok()) {
       delete dev;
       return s;
     }
-    devices[index] = dev;
+    devices[index].store(dev, std::memory_order_release);
   }
-  return devices[index];
+  return devices[index].load(std::memory_order_relaxed);
 }
 
 absl::Status CudaDevice::MakeCurrent() const {
+  // cudaGetDevice reads the runtime's per-thread state; cudaSetDevice is
+  // only needed when the thread is on another device.
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == index_) return absl::OkStatus();
   TDF_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
   return absl::OkStatus();
 }
