@@ -204,8 +204,8 @@ void BM_TreeRnnForward_Gpu(benchmark::State& state) {
   if (!HaveGpu(state)) return;
   TreeRnnLoop(state, true);
 }
-BENCHMARK(BM_TreeRnnForward_Cpu)->Args({6, 64})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TreeRnnForward_Gpu)->Args({6, 64})->Args({8, 256})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TreeRnnForward_Cpu)->Args({6, 64})->Args({8, 256})->Args({6, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TreeRnnForward_Gpu)->Args({6, 64})->Args({8, 256})->Args({6, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tdf

@@ -127,9 +127,16 @@ struct SessionOptions {
   // switched on by the environment variable TDF_TRACE=path.
   std::string trace_path;
   ExecutionObserver* observer = nullptr;  // not owned
-  // Device placement (tdf/placement in the CUDA issue).
+  // Device placement (tdf/placement.h), run by Create when this is set or
+  // a node names a GPU: tensor ops with a CUDA kernel and floating-point
+  // Variables go to cuda:0; control flow, predicates, integer index
+  // arithmetic and the state ops stay on the host, and copies are inserted
+  // where values cross. Fetched values and ReadVariable come back as host
+  // tensors.
   bool place_tensor_ops_on_gpu = false;
-  bool fallback_to_cpu = true;  // a cuda:N node without a device runs on the CPU
+  // Without a usable device: true runs cuda:N nodes on the CPU (one log
+  // line); false makes Create fail with FAILED_PRECONDITION naming the node.
+  bool fallback_to_cpu = true;
 };
 
 struct RunStats {
