@@ -91,6 +91,7 @@ enum DeviceErrorBit : unsigned int {
   kErrIntegerDivisionByZero = 1u << 0,
   kErrGatherIndexOutOfRange = 1u << 1,
   kErrIntegerPowNegativeExponent = 1u << 2,
+  kErrRowIndexOutOfRange = 1u << 3,  // indexed rows (row_kernels.cu)
 };
 
 class CudaDevice {

@@ -119,6 +119,7 @@ void RegisterCudaReductionKernels(KernelRegistry& registry);
 void RegisterCudaArrayKernels(KernelRegistry& registry);
 void RegisterCudaMatMulKernels(KernelRegistry& registry);
 void RegisterCudaGradientKernels(KernelRegistry& registry);
+void RegisterCudaRowKernels(KernelRegistry& registry);
 
 }  // namespace cuda
 }  // namespace tdf

@@ -327,6 +327,8 @@ absl::Status CudaDevice::Synchronize() {
   if (word & kErrIntegerPowNegativeExponent)
     absl::StrAppend(&what, what.empty() ? "" : "; ",
                     "integer Pow with a negative exponent (base other than 1 or -1)");
+  if (word & kErrRowIndexOutOfRange)
+    absl::StrAppend(&what, what.empty() ? "" : "; ", "indexed rows: a row index is out of range");
   return absl::InvalidArgumentError(absl::StrCat("a kernel on cuda:", index_, " failed: ", what));
 }
 

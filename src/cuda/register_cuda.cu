@@ -12,6 +12,7 @@ void RegisterCudaKernels(KernelRegistry& registry) {
   cuda::RegisterCudaArrayKernels(registry);
   cuda::RegisterCudaMatMulKernels(registry);
   cuda::RegisterCudaGradientKernels(registry);
+  cuda::RegisterCudaRowKernels(registry);
   RegisterCopyKernels(registry);
 }
 }  // namespace tdf

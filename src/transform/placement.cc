@@ -32,7 +32,8 @@ const absl::flat_hash_set<std::string>& GpuOps() {
       "LogicalNot", "Cast", "AddN", "Const", "Identity", "ZerosLike", "OnesLike",
       "Sum", "Mean", "Max", "SumToShapeOf", "Softmax", "SoftmaxCrossEntropy",
       "Reshape", "ReshapeLike", "Transpose", "Concat", "Slice", "Gather", "BroadcastTo", "MatMul",
-      "ConcatGrad", "SliceGrad", "GatherGrad", "MatMulAdd"};
+      "ConcatGrad", "SliceGrad", "GatherGrad", "MatMulAdd",
+      "IndexedRows", "IndexedRowsConcat", "IndexedRowsSum", "IndexedRowsSplit", "OuterRowsConcat", "OuterRowsSum"};
   return *ops;
 }
 
