@@ -100,11 +100,9 @@ absl::StatusOr<std::vector<Tensor>> RunTree(const Graph& graph, int64_t root) {
   TDF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(graph));
   TDF_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                        session->Run({{"root", Tensor::Scalar<int64_t>(root)}}, {"h", "total"}));
-  // Fetches of device values come back as device tensors until the session
-  // copies them (see the CUDA issue report); bring them home here.
-  for (Tensor& t : out) {
-    TDF_ASSIGN_OR_RETURN(t, gpu_test::ToHost(t));
-  }
+  // Session::Run brings fetched device values home.
+  for (const Tensor& t : out)
+    if (!t.device().is_cpu()) return absl::InternalError("a fetched value is still on " + t.device().ToString());
   return out;
 }
 
@@ -178,9 +176,6 @@ TEST(TreeRnn, FallbackToCpuGivesTheSameAnswer) {
   for (int64_t j = 0; j < kHidden; ++j) EXPECT_NEAR((*out)[0].data<float>()[j], want[j], 1e-5);
 }
 
-// Needs the executor to create kernels for a node's device (the change
-// described in the CUDA issue report); on a GPU machine without it the GPU
-// kernels are never created and this test fails, as it should.
 TEST(TreeRnn, GpuMatchesCpu) {
   TDF_SKIP_WITHOUT_GPU();
   const Weights p = MakeWeights();
