@@ -1707,6 +1707,16 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
     std::vector<OutEdge>().swap(n.edges);  // the pool has them: peak memory
     exe->nodes.push_back(static_cast<const ExecNode&>(n));
   }
+  for (const NodeInfo& info : exe->info) {
+    if (info.def == nullptr) continue;
+    std::vector<std::string> names = {info.def->device};
+    if (info.def->op == "CopyToDevice") names.push_back(info.def->GetString("device").value_or(""));
+    for (const std::string& name : names) {
+      absl::StatusOr<Device> d = Device::Parse(name);
+      if (d.ok() && !d->is_cpu() && std::find(exe->gpu_devices.begin(), exe->gpu_devices.end(), *d) == exe->gpu_devices.end())
+        exe->gpu_devices.push_back(*d);
+    }
+  }
   return exe;
 }
 

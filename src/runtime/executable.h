@@ -363,6 +363,10 @@ struct ExecutableGraph {
   std::vector<std::string> op_names;  // by op_id
   std::vector<int32_t> placeholders;  // node ids, by feed ordinal
   std::vector<int32_t> variables;     // Variable node ids, by handle
+  // The GPUs that nodes, variables or copies name: a run that used them
+  // ends by waiting for their streams, so that errors their kernels
+  // recorded fail the run that caused them.
+  std::vector<Device> gpu_devices;
   ExecutionMode mode = ExecutionMode::kStatic;
 
   int32_t FindMainNode(absl::string_view name) const;  // -1 if none

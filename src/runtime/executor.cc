@@ -2860,6 +2860,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (status.ok() && !ts.ok()) status = ts;
   }
   if (!status.ok()) return status;
+  // Errors that GPU kernels recorded (an index out of range, an integer
+  // division by zero) fail this run, not whichever run next reads the device.
+  for (Device device : exe_->gpu_devices) {
+    absl::Status s = DeviceBackend::Synchronize(device);
+    if (!s.ok())
+      return absl::Status(s.code(), absl::StrCat("a GPU kernel of this run failed (found when the run ended): ",
+                                                 s.message()));
+  }
   // Fetched values come back to the host.
   for (Tensor& t : run.fetched) {
     if (!t.valid() || t.device().is_cpu()) continue;
