@@ -5,7 +5,7 @@
 //   tdf dot FILE [-o OUT.dot] [--static]
 //   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--target NODE]
 //                [--workers N] [--mode static|dynamic] [--trace out.json] [--stats]
-//                [--runs N] [--restore CKPT] [--save CKPT]
+//                [--runs N] [--restore CKPT] [--save CKPT] [--gpu]
 //   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
 //
 // FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
@@ -50,10 +50,12 @@ constexpr char kUsage[] =
     "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
     "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
-    "      [--runs N] [--restore CKPT] [--save CKPT]\n"
+    "      [--runs N] [--restore CKPT] [--save CKPT] [--gpu]\n"
     "                                      run what the fetches and targets need and\n"
     "                                      print the fetched tensors (of the last of N\n"
-    "                                      runs); variables from / to a checkpoint\n"
+    "                                      runs); variables from / to a checkpoint;\n"
+    "                                      --gpu: tensor ops and float variables on\n"
+    "                                      cuda:0 (the CPU, with a note, without one)\n"
     "  reference NAME -o OUT               save a built-in reference program\n"
     "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
     "                                       while_loop call_in_while while_in_function)\n"
@@ -295,6 +297,7 @@ int Run(const Args& args) {
     return Usage("run", absl::StrCat("--mode ", mode, ": expected static or dynamic"));
   }
   options.trace_path = args.Get("--trace");
+  options.place_tensor_ops_on_gpu = args.Has("--gpu");
   const std::string runs_arg = args.Get("--runs", "1");
   int runs = 1;
   if (!absl::SimpleAtoi(runs_arg, &runs) || runs < 1)
@@ -390,7 +393,7 @@ int main(int argc, char** argv) {
       {"dot", {{"-o"}, {"--static"}, Dot}},
       {"run",
        {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save"},
-        {"--stats"},
+        {"--stats", "--gpu"},
         Run}},
       {"reference", {{"-o"}, {}, Reference}},
   };
