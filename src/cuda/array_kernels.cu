@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_join.h"
 #include "cuda/cuda_kernel_util.h"
+#include "cuda/small_ops.cuh"
 #include "runtime/kernels/kernel_util.h"
 
 namespace tdf {
@@ -227,6 +228,21 @@ class ConcatKernel final : public OpKernel {
     for (int d = axis + 1; d < rank; ++d) inner *= out_shape.dim(d);
     char* dst = static_cast<char*>(out.raw_mutable_data());
     const size_t out_row = static_cast<size_t>(axis_total * inner) * elem;
+    if (n <= kMaxBlockPieces && static_cast<int64_t>(out.bytes()) <= kMaxBlockCopyBytes && outer * axis_total * inner > 0) {
+      // Small: one kernel instead of a 2-D copy per input.
+      BlockPieces pieces;
+      pieces.n = n;
+      int64_t offset = 0;
+      for (int i = 0; i < n; ++i) {
+        pieces.ptr[i] = static_cast<char*>(const_cast<void*>(ctx.input(i).raw_data()));
+        pieces.width[i] = ctx.input(i).shape().dim(axis) * inner;
+        pieces.offset[i] = offset;
+        offset += pieces.width[i];
+      }
+      TDF_RETURN_IF_ERROR(LaunchBlockCopy<true>(pieces, dst, outer, axis_total * inner, elem, launch.stream));
+      ctx.set_output(0, std::move(out));
+      return absl::OkStatus();
+    }
     size_t col = 0;
     for (int i = 0; i < n; ++i) {
       const Tensor& t = ctx.input(i);

@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_kernel_util.h"
+#include "cuda/small_ops.cuh"
 #include "runtime/kernels/kernel_util.h"
 
 namespace tdf {
@@ -95,6 +96,25 @@ class ConcatGradKernel final : public OpKernel {
     for (int d = axis + 1; d < rank; ++d) inner *= dy.shape().dim(d);
     const char* src = static_cast<const char*>(dy.raw_data());
     const size_t dy_row = static_cast<size_t>(axis_total * inner) * elem;
+    if (n <= kMaxBlockPieces && static_cast<int64_t>(dy.bytes()) <= kMaxBlockCopyBytes && outer * axis_total * inner > 0) {
+      // Small: one kernel writes every part instead of a copy per part.
+      BlockPieces pieces;
+      pieces.n = n;
+      std::vector<Tensor> outs;
+      int64_t offset = 0;
+      for (int i = 1; i <= n; ++i) {
+        TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(dy.dtype(), ctx.input(i).shape(), device_));
+        pieces.ptr[i - 1] = static_cast<char*>(out.raw_mutable_data());
+        pieces.width[i - 1] = ctx.input(i).shape().dim(axis) * inner;
+        pieces.offset[i - 1] = offset;
+        offset += pieces.width[i - 1];
+        outs.push_back(std::move(out));
+      }
+      TDF_RETURN_IF_ERROR(LaunchBlockCopy<false>(pieces, const_cast<char*>(src), outer, axis_total * inner, elem,
+                                                 launch.stream));
+      for (int i = 0; i < n; ++i) ctx.set_output(i, std::move(outs[i]));
+      return absl::OkStatus();
+    }
     size_t col = 0;
     for (int i = 1; i <= n; ++i) {
       const Tensor& x = ctx.input(i);
@@ -456,7 +476,18 @@ class MatMulAddKernel final : public OpKernel {
       }
       // ... plus the product (beta 1 accumulates onto the addends; beta 0
       // never reads out's uninitialized contents). k == 0 is an empty sum.
-      if (k > 0) {
+      if (UseSmallGemm(m, n, k)) {
+        const bool accumulate = num_addends > 0;
+        if (a.dtype() == DType::kFloat32) {
+          TDF_RETURN_IF_ERROR(LaunchSmallGemm<float>(a.data<float>(), b.data<float>(), out.mutable_data<float>(), m, n,
+                                                     k, transpose_a_, transpose_b_, a.shape().dim(1),
+                                                     b.shape().dim(1), accumulate, launch.stream));
+        } else {
+          TDF_RETURN_IF_ERROR(LaunchSmallGemm<double>(a.data<double>(), b.data<double>(), out.mutable_data<double>(),
+                                                      m, n, k, transpose_a_, transpose_b_, a.shape().dim(1),
+                                                      b.shape().dim(1), accumulate, launch.stream));
+        }
+      } else if (k > 0) {
         cublasHandle_t handle = launch.device->cublas();
         const CublasFunctions& blas = launch.device->blas();
         TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "cuda/cuda_kernel_util.h"
+#include "cuda/small_ops.cuh"
 #include "runtime/kernels/kernel_util.h"
 
 namespace tdf {
@@ -51,6 +52,18 @@ class MatMulKernel final : public OpKernel {
       if (k == 0) {
         // An empty sum; cuBLAS would not touch C.
         TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
+      } else if (UseSmallGemm(m, n, k)) {
+        // A recursive network node's product: one plain kernel launches
+        // faster than cuBLAS (small_ops.cuh).
+        if (a.dtype() == DType::kFloat32) {
+          TDF_RETURN_IF_ERROR(LaunchSmallGemm<float>(a.data<float>(), b.data<float>(), out.mutable_data<float>(), m, n,
+                                                     k, transpose_a_, transpose_b_, a.shape().dim(1),
+                                                     b.shape().dim(1), /*accumulate=*/false, launch.stream));
+        } else {
+          TDF_RETURN_IF_ERROR(LaunchSmallGemm<double>(a.data<double>(), b.data<double>(), out.mutable_data<double>(),
+                                                      m, n, k, transpose_a_, transpose_b_, a.shape().dim(1),
+                                                      b.shape().dim(1), /*accumulate=*/false, launch.stream));
+        }
       } else {
         cublasHandle_t handle = launch.device->cublas();
         const CublasFunctions& blas = launch.device->blas();

@@ -265,6 +265,55 @@ TEST(CudaKernels, MatMulThroughCublas) {
   ExpectSame("MatMul", {Random(DType::kFloat32, Shape({2, 3})), Random(DType::kFloat32, Shape({4, 2}))});  // error
 }
 
+// MatMul takes one plain kernel for small products and cuBLAS past
+// 2^20 multiply-adds (cuda/small_ops.cuh): both paths, every transpose.
+TEST(CudaKernels, MatMulSmallKernelAndCublasPaths) {
+  TDF_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t m, k, n;
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
+    for (Case c : {Case{1, 300, 150}, Case{300, 1, 150}, Case{1, 2048, 512}, Case{128, 256, 64}, Case{1025, 1, 1024},
+                   Case{33, 700, 71}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " m=" << c.m << " k=" << c.k << " n=" << c.n
+                                            << " ta=" << ta << " tb=" << tb);
+          Tensor a = Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}), -1, 1, 5);
+          Tensor b = Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}), -1, 1, 6);
+          ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, tol);
+        }
+      }
+    }
+  }
+}
+
+// Concat takes one kernel for up to 8 inputs of up to 4 MiB, and a 2-D copy
+// per input otherwise: both paths.
+TEST(CudaKernels, ConcatOneKernelAndCopyPaths) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    // A TreeRNN node's children, along the last axis.
+    ExpectSame("Concat", {Random(dtype, Shape({1, 150}), -9, 9, 1), Random(dtype, Shape({1, 150}), -9, 9, 2)},
+               {{"axis", int64_t{1}}});
+    // Nine inputs (one more than a kernel takes), with an empty one.
+    std::vector<Tensor> nine;
+    for (int i = 0; i < 9; ++i) nine.push_back(Random(dtype, Shape({3, i == 4 ? 0 : i + 1, 2}), -9, 9, 10 + i));
+    ExpectSame("Concat", nine, {{"axis", int64_t{1}}});
+    nine.pop_back();
+    ExpectSame("Concat", nine, {{"axis", int64_t{-2}}});  // eight: one kernel
+  }
+  // Past 4 MiB: the copies.
+  ExpectSame("Concat",
+             {Random(DType::kFloat32, Shape({1100, 400}), -1, 1, 3), Random(DType::kFloat32, Shape({1100, 600}), -1, 1, 4)},
+             {{"axis", int64_t{1}}});
+  ExpectSame("Concat",
+             {Random(DType::kFloat64, Shape({300, 700}), -1, 1, 3), Random(DType::kFloat64, Shape({400, 700}), -1, 1, 4)},
+             {{"axis", int64_t{0}}});
+}
+
 TEST(CudaKernels, AddNFillsIdentityConst) {
   TDF_SKIP_WITHOUT_GPU();
   Tensor a = Random(DType::kFloat32, Shape({3, 3}), -1, 1, 1);

@@ -340,6 +340,62 @@ TEST(CudaGradientKernels, GatherGradErrorsMatchTheCpu) {
   ExpectBothFail("GatherGrad", {Random(DType::kBool, Shape({5, 4})), idx, Random(DType::kBool, Shape({2, 4}))});
 }
 
+// Both paths of MatMulAdd's product (cuda/small_ops.cuh): a plain kernel
+// up to 2^20 multiply-adds, cuBLAS past it; with and without addends.
+TEST(CudaGradientKernels, MatMulAddSmallKernelAndCublasPaths) {
+  TDF_SKIP_WITHOUT_GPU();
+  struct Case {
+    int64_t m, k, n;
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
+    for (Case c : {Case{1, 150, 300}, Case{300, 1, 150}, Case{128, 256, 64}, Case{1025, 1, 1024}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " m=" << c.m << " k=" << c.k << " n=" << c.n
+                                            << " ta=" << ta << " tb=" << tb);
+          const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+          std::vector<Tensor> in = {Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}), -2, 2, 1),
+                                    Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}), -2, 2, 2)};
+          ExpectSame("MatMulAdd", in, attrs, 1, tol);
+          in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 3));
+          ExpectSame("MatMulAdd", in, attrs, 1, tol);
+          in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 4));
+          ExpectSame("MatMulAdd", in, attrs, 1, tol);
+        }
+      }
+    }
+  }
+}
+
+// Both paths of ConcatGrad: one kernel for up to 8 parts of up to 4 MiB,
+// a copy per part otherwise.
+TEST(CudaGradientKernels, ConcatGradOneKernelAndCopyPaths) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kBool}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectSame("ConcatGrad",
+               {Random(dtype, Shape({1, 300}), -9, 9, 1), Random(dtype, Shape({1, 150})), Random(dtype, Shape({1, 150}))},
+               Axis(1), 2);
+    for (int parts : {8, 9}) {
+      std::vector<Tensor> in = {Tensor()};
+      int64_t total = 0;
+      for (int i = 0; i < parts; ++i) {
+        const int64_t w = i == 3 ? 0 : i + 1;
+        in.push_back(Random(dtype, Shape({2, w, 3})));
+        total += w;
+      }
+      in[0] = Random(dtype, Shape({2, total, 3}), -9, 9, 7);
+      ExpectSame("ConcatGrad", in, Axis(1), parts);
+    }
+  }
+  // Past 4 MiB: the copies.
+  ExpectSame("ConcatGrad",
+             {Random(DType::kFloat64, Shape({800, 1000}), -1, 1, 4), Random(DType::kFloat64, Shape({800, 250})),
+              Random(DType::kFloat64, Shape({800, 750}))},
+             Axis(1), 2);
+}
+
 TEST(CudaGradientKernels, MatMulAddThroughCublas) {
   TDF_SKIP_WITHOUT_GPU();
   struct Case {
