@@ -183,7 +183,7 @@ void TreeRnnLoop(benchmark::State& state, bool gpu) {
     }
   }
   SessionOptions so;
-  so.num_workers = 4;
+  so.num_workers = static_cast<int>(state.range(2));
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*g, so);
   if (!session.ok()) {
     state.SkipWithError(std::string(session.status().message()).c_str());
@@ -204,8 +204,21 @@ void BM_TreeRnnForward_Gpu(benchmark::State& state) {
   if (!HaveGpu(state)) return;
   TreeRnnLoop(state, true);
 }
-BENCHMARK(BM_TreeRnnForward_Cpu)->Args({6, 64})->Args({8, 256})->Args({6, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TreeRnnForward_Gpu)->Args({6, 64})->Args({8, 256})->Args({6, 1024})->UseRealTime()->Unit(benchmark::kMillisecond);
+// Args: depth, hidden size, workers.
+BENCHMARK(BM_TreeRnnForward_Cpu)
+    ->Args({6, 64, 1})
+    ->Args({6, 64, 4})
+    ->Args({8, 256, 4})
+    ->Args({6, 1024, 4})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TreeRnnForward_Gpu)
+    ->Args({6, 64, 1})
+    ->Args({6, 64, 4})
+    ->Args({8, 256, 4})
+    ->Args({6, 1024, 4})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tdf

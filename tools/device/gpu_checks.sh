@@ -40,9 +40,13 @@ fi
 if has trace; then
   echo "== node traces of the TreeRNN forward (GPU, CPU)"
   for d in Gpu Cpu; do
-    TDF_TRACE="$out/trace_$d.json" timeout 60 $here/tdf_cuda_bench --benchmark_min_time=0.05 \
-      --benchmark_filter="TreeRnnForward_$d/6/64" 2>&1 | grep '^BM_'
+    TDF_TRACE="$out/trace_$d.json" timeout 60 $here/tdf_cuda_bench --benchmark_min_time=0.3 \
+      --benchmark_filter="TreeRnnForward_$d/6/64/4" 2>&1 | grep '^BM_'
   done
+  echo "== node trace of a TreeRNN training step on the GPU (recursion, batch 1, 1 worker)"
+  TDF_TRACE="$out/trace_train_gpu.json" timeout 60 $here/tdf_treernn_bench --gpu --quick --no_verify \
+    --batch_sizes=1 --repetitions=1 --filter='^train/recursion/b1/1w$' 2>&1 | grep -E '^training'
+
 fi
 if has memcheck && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer memcheck"
