@@ -2859,15 +2859,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     absl::Status ts = trace->WriteChromeJson(trace_path);
     if (status.ok() && !ts.ok()) status = ts;
   }
-  if (!status.ok()) return status;
   // Errors that GPU kernels recorded (an index out of range, an integer
-  // division by zero) fail this run, not whichever run next reads the device.
+  // division by zero) fail this run, not whichever run next reads the
+  // device; a run that failed otherwise clears them too. (Runs in flight at
+  // once on one device share its error word.)
   for (Device device : exe_->gpu_devices) {
     absl::Status s = DeviceBackend::Synchronize(device);
-    if (!s.ok())
-      return absl::Status(s.code(), absl::StrCat("a GPU kernel of this run failed (found when the run ended): ",
-                                                 s.message()));
+    if (!s.ok() && status.ok())
+      status = absl::Status(s.code(), absl::StrCat("a GPU kernel of this run failed (found when the run ended): ",
+                                                   s.message()));
   }
+  if (!status.ok()) return status;
   // Fetched values come back to the host.
   for (Tensor& t : run.fetched) {
     if (!t.valid() || t.device().is_cpu()) continue;
