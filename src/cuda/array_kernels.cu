@@ -3,7 +3,8 @@
 // BroadcastTo (one strided-copy kernel), Concat (a cudaMemcpy2DAsync per
 // input) and Gather. They move elements by size (1, 4 or 8 bytes), like the
 // CPU kernels in src/runtime/kernels/array_ops.cc, whose checks and messages
-// they repeat.
+// they repeat (Concat's and Slice's are the same functions, in
+// kernel_util.h).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -19,14 +20,7 @@ namespace tdf {
 namespace cuda {
 namespace {
 
-template <typename Fn>
-void DispatchBySize(DType dtype, Fn&& fn) {
-  switch (DTypeSize(dtype)) {
-    case 1: fn(uint8_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
+using kernels::DispatchBySize;
 
 // out[o] = in[base + sum_d index_d(o) * s.stride[d]], s.dims = out's dims.
 template <typename U>
@@ -194,38 +188,21 @@ class ConcatKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext& ctx) override {
     const int n = ctx.num_inputs();
-    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("expects at least 1 inputs, got ", n));
+    if (n < 1) return kernels::MinArityError(1, n);
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcat(ctx, axis_));
     const Tensor& first = ctx.input(0);
-    const int rank = first.rank();
-    if (rank == 0) return absl::InvalidArgumentError("Concat of scalars: inputs need rank >= 1");
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
-    Shape out_shape = first.shape();
-    int64_t axis_total = 0;
-    for (int i = 0; i < n; ++i) {
-      const Tensor& t = ctx.input(i);
-      if (t.dtype() != first.dtype())
-        return absl::InvalidArgumentError(absl::StrCat("dtype mismatch: input 0 is ", DTypeName(first.dtype()),
-                                                       ", input ", i, " is ", DTypeName(t.dtype())));
-      bool ok = t.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || t.shape().dim(d) == first.shape().dim(d);
-      if (!ok)
-        return absl::InvalidArgumentError(absl::StrCat("Concat along axis ", axis, ": input 0 has shape ",
-                                                       first.shape().DebugString(), ", input ", i, " has shape ",
-                                                       t.shape().DebugString()));
-      axis_total += t.shape().dim(axis);
-    }
     if (n == 1) {
       ctx.set_output(0, first);
       return absl::OkStatus();
     }
+    const int axis = g.axis;
+    const int64_t axis_total = g.axis_total, outer = g.outer, inner = g.inner;
+    Shape out_shape = first.shape();
     out_shape.set_dim(axis, axis_total);
     TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(first.dtype(), out_shape, device_));
     const size_t elem = DTypeSize(first.dtype());
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= out_shape.dim(d);
-    for (int d = axis + 1; d < rank; ++d) inner *= out_shape.dim(d);
     char* dst = static_cast<char*>(out.raw_mutable_data());
     const size_t out_row = static_cast<size_t>(axis_total * inner) * elem;
     if (n <= kMaxBlockPieces && static_cast<int64_t>(out.bytes()) <= kMaxBlockCopyBytes && outer * axis_total * inner > 0) {
@@ -269,45 +246,24 @@ class SliceKernel final : public OpKernel {
       : begin_(std::move(begin)), size_(std::move(size)), device_(device) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
-    if (begin.size() != size.size())
-      return absl::InvalidArgumentError(
-          absl::StrCat("Slice: begin has ", begin.size(), " entries but size has ", size.size()));
-    return std::unique_ptr<OpKernel>(std::make_unique<SliceKernel>(std::move(begin), std::move(size), device));
+    TDF_ASSIGN_OR_RETURN(kernels::SliceAttrs attrs, kernels::GetSliceAttrs(node, "Slice"));
+    return std::unique_ptr<OpKernel>(
+        std::make_unique<SliceKernel>(std::move(attrs.begin), std::move(attrs.size), device));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckArity(ctx, 1));
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
     const Tensor& x = ctx.input(0);
-    const int rank = x.rank();
-    if (static_cast<int>(begin_.size()) != rank)
-      return absl::InvalidArgumentError(absl::StrCat("Slice: begin/size have ", begin_.size(),
-                                                     " entries but the input has rank ", rank, " (shape ",
-                                                     x.shape().DebugString(), ")"));
-    const kernels::Dims in_strides = kernels::RowMajorStrides(x.shape());
-    Shape out_shape;
-    int64_t base = 0;
-    bool whole = true;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t dim = x.shape().dim(d);
-      const int64_t b = begin_[d];
-      const int64_t s = size_[d] == -1 ? dim - b : size_[d];
-      if (b < 0 || b > dim || s < 0 || s > dim - b)
-        return absl::InvalidArgumentError(absl::StrCat("Slice: dim ", d, " of shape ", x.shape().DebugString(),
-                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
-      out_shape.AddDim(s);
-      base += b * in_strides[d];
-      whole &= s == dim;
-    }
-    if (whole) {
+    TDF_ASSIGN_OR_RETURN(const kernels::SliceGeometry g,
+                         kernels::CheckSlice("Slice", "the input", x.shape(), begin_, size_));
+    if (g.slice == x.shape()) {  // the whole of x
       ctx.set_output(0, x);
       return absl::OkStatus();
     }
     TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
-    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), out_shape, device_));
-    TDF_RETURN_IF_ERROR(StridedCopy(launch, x, in_strides, base, out, "Slice"));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), g.slice, device_));
+    TDF_RETURN_IF_ERROR(StridedCopy(launch, x, g.strides, g.base, out, "Slice"));
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
   }

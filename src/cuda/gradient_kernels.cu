@@ -2,8 +2,9 @@
 // backward pass placed on a GPU stays there: ConcatGrad, SliceGrad and
 // GatherGrad (CPU twins in src/runtime/kernels/array_ops.cc) and MatMulAdd
 // (src/runtime/kernels/matmul.cc). Their checks, dtypes and status codes
-// repeat the CPU kernels'; inputs that give only their shape (ConcatGrad's
-// x_k, SliceGrad's x, GatherGrad's params) may live on any device, like
+// are the CPU kernels' (the shape checks are the same functions, in
+// kernel_util.h); inputs that give only their shape (ConcatGrad's x_k,
+// SliceGrad's x, GatherGrad's params) may live on any device, like
 // BroadcastTo's `like`.
 //
 //   ConcatGrad  one cudaMemcpy(2D)Async per output (a block of dy).
@@ -32,18 +33,7 @@ namespace tdf {
 namespace cuda {
 namespace {
 
-template <typename Fn>
-void DispatchBySize(DType dtype, Fn&& fn) {
-  switch (DTypeSize(dtype)) {
-    case 1: fn(uint8_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
-
-absl::Status InvalidInput(int i) {
-  return absl::InvalidArgumentError(absl::StrCat("input ", i, " is an invalid (empty) tensor"));
-}
+using kernels::DispatchBySize;
 
 // ---------------------------------------------------------------------------
 // ConcatGrad(dy, x_0, ..., x_{n-1}): output k is the block of dy that came
@@ -59,41 +49,19 @@ class ConcatGradKernel final : public OpKernel {
   }
 
   absl::Status Compute(KernelContext& ctx) override {
-    const int n = ctx.num_inputs() - 1;
-    if (n < 1) return kernels::MinArityError(2, ctx.num_inputs());
-    // One output per x_k, as the schema gives the node: never write past them.
-    if (ctx.num_outputs() != n)
-      return absl::InvalidArgumentError(
-          absl::StrCat("ConcatGrad: ", n, " parts to split need ", n, " outputs, the node has ", ctx.num_outputs()));
+    TDF_RETURN_IF_ERROR(kernels::CheckConcatGradArity(ctx));
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 0, 1));  // the x_k give only their shapes
+    TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcatGrad(ctx, axis_));
+    const int n = ctx.num_inputs() - 1;
     const Tensor& dy = ctx.input(0);
-    const int rank = dy.rank();
-    if (rank == 0) return absl::InvalidArgumentError("ConcatGrad: dy must have rank >= 1, got a scalar");
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
-    int64_t axis_total = 0;
-    for (int i = 1; i <= n; ++i) {
-      const Tensor& x = ctx.input(i);
-      if (!x.valid()) return InvalidInput(i);
-      bool ok = x.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || x.shape().dim(d) == dy.shape().dim(d);
-      if (!ok)
-        return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": dy has shape ",
-                                                       dy.shape().DebugString(), ", input ", i, " has shape ",
-                                                       x.shape().DebugString()));
-      axis_total += x.shape().dim(axis);
-    }
-    if (axis_total != dy.shape().dim(axis))
-      return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": the inputs add up to ",
-                                                     axis_total, " but dy has shape ", dy.shape().DebugString()));
     if (n == 1) {
       ctx.set_output(0, dy);
       return absl::OkStatus();
     }
     TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
     const size_t elem = DTypeSize(dy.dtype());
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= dy.shape().dim(d);
-    for (int d = axis + 1; d < rank; ++d) inner *= dy.shape().dim(d);
+    const int axis = g.axis;
+    const int64_t axis_total = g.axis_total, outer = g.outer, inner = g.inner;
     const char* src = static_cast<const char*>(dy.raw_data());
     const size_t dy_row = static_cast<size_t>(axis_total * inner) * elem;
     if (n <= kMaxBlockPieces && static_cast<int64_t>(dy.bytes()) <= kMaxBlockCopyBytes && outer * axis_total * inner > 0) {
@@ -165,45 +133,22 @@ class SliceGradKernel final : public OpKernel {
       : begin_(std::move(begin)), size_(std::move(size)), device_(device) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node, Device device) {
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
-    if (begin.size() != size.size())
-      return absl::InvalidArgumentError(
-          absl::StrCat("SliceGrad: begin has ", begin.size(), " entries but size has ", size.size()));
-    return std::unique_ptr<OpKernel>(std::make_unique<SliceGradKernel>(std::move(begin), std::move(size), device));
+    TDF_ASSIGN_OR_RETURN(kernels::SliceAttrs attrs, kernels::GetSliceAttrs(node, "SliceGrad"));
+    return std::unique_ptr<OpKernel>(
+        std::make_unique<SliceGradKernel>(std::move(attrs.begin), std::move(attrs.size), device));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckArity(ctx, 2));
     const Tensor& x = ctx.input(0);
     const Tensor& dy = ctx.input(1);
-    if (!x.valid()) return InvalidInput(0);                      // x gives only its shape
+    if (!x.valid()) return kernels::InvalidInputError(0);        // x gives only its shape
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1, 2));  // dy
+    TDF_ASSIGN_OR_RETURN(const kernels::SliceGeometry g, kernels::CheckSliceGrad(x, dy, begin_, size_));
     const int rank = x.rank();
-    if (static_cast<int>(begin_.size()) != rank)
-      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: begin/size have ", begin_.size(),
-                                                     " entries but x has rank ", rank, " (shape ",
-                                                     x.shape().DebugString(), ")"));
-    const kernels::Dims strides = kernels::RowMajorStrides(x.shape());
-    Shape slice;
-    int64_t base = 0;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t dim = x.shape().dim(d);
-      const int64_t b = begin_[d];
-      // dim - b only once b is known to be in [0, dim]: begin comes from an
-      // attr and may be INT64_MIN.
-      const bool begin_ok = b >= 0 && b <= dim;
-      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
-      if (!begin_ok || s < 0 || s > dim - b)
-        return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dim ", d, " of shape ", x.shape().DebugString(),
-                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
-      slice.AddDim(s);
-      base += b * strides[d];
-    }
-    if (dy.shape() != slice || dy.dtype() != x.dtype())
-      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dy is ", DTypeName(dy.dtype()), " ",
-                                                     dy.shape().DebugString(), ", the slice of x is ",
-                                                     DTypeName(x.dtype()), " ", slice.DebugString()));
+    const Shape& slice = g.slice;
+    const kernels::Dims& strides = g.strides;
+    const int64_t base = g.base;
     if (slice == x.shape()) {
       ctx.set_output(0, dy);
       return absl::OkStatus();
@@ -320,24 +265,9 @@ class GatherGradKernel final : public OpKernel {
     const Tensor& params = ctx.input(0);
     const Tensor& indices = ctx.input(1);
     const Tensor& dy = ctx.input(2);
-    if (!params.valid()) return InvalidInput(0);                 // params gives only its shape
+    if (!params.valid()) return kernels::InvalidInputError(0);   // params gives only its shape
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1, 3));  // indices, dy
-    if (params.rank() == 0) return absl::InvalidArgumentError("GatherGrad: params must have rank >= 1, got a scalar");
-    if (dy.dtype() != params.dtype()) return kernels::DTypeMismatchError(params.dtype(), dy.dtype());
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
-    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
-      return absl::InvalidArgumentError(
-          absl::StrCat("GatherGrad: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
-    // dy must have Gather's output shape.
-    const Shape& ps = params.shape();
-    Shape want;
-    for (int d = 0; d < axis; ++d) want.AddDim(ps.dim(d));
-    for (int64_t d : indices.shape().dims()) want.AddDim(d);
-    for (int d = axis + 1; d < ps.rank(); ++d) want.AddDim(ps.dim(d));
-    if (dy.shape() != want)
-      return absl::InvalidArgumentError(absl::StrCat("GatherGrad: dy has shape ", dy.shape().DebugString(),
-                                                     ", Gather of params ", ps.DebugString(), " by indices ",
-                                                     indices.shape().DebugString(), " gives ", want.DebugString()));
+    TDF_ASSIGN_OR_RETURN(const int axis, kernels::CheckGatherGrad(params, indices, dy, axis_));
     switch (params.dtype()) {
       case DType::kFloat32: return Scatter<float>(ctx, params, indices, dy, axis);
       case DType::kFloat64: return Scatter<double>(ctx, params, indices, dy, axis);
@@ -432,31 +362,12 @@ class MatMulAddKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
-    if (!IsFloating(a.dtype())) return UnsupportedDType("MatMulAdd", a.dtype());
-    if (a.rank() != 2 || b.rank() != 2)
-      return absl::InvalidArgumentError(absl::StrCat("MatMulAdd needs rank-2 operands, got ",
-                                                     a.shape().DebugString(), " and ", b.shape().DebugString()));
-    const int64_t m = a.shape().dim(transpose_a_ ? 1 : 0);
-    const int64_t k = a.shape().dim(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.shape().dim(transpose_b_ ? 1 : 0);
-    const int64_t n = b.shape().dim(transpose_b_ ? 0 : 1);
-    if (k != kb)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "MatMulAdd inner dimensions differ: ", a.shape().DebugString(), transpose_a_ ? " (transposed)" : "", " x ",
-          b.shape().DebugString(), transpose_b_ ? " (transposed)" : "", ": ", k, " vs ", kb));
+    TDF_ASSIGN_OR_RETURN(const kernels::MatMulGeometry d,
+                         kernels::CheckMatMul(a, b, transpose_a_, transpose_b_, "MatMulAdd"));
+    const int64_t m = d.m, k = d.k, n = d.n;
     const Shape shape({m, n});
     const int num_addends = ctx.num_inputs() - 2;
-    for (int i = 2; i < ctx.num_inputs(); ++i) {
-      const Tensor& t = ctx.input(i);
-      if (t.dtype() != a.dtype())
-        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " is ", DTypeName(t.dtype()),
-                                                       ", the operands are ", DTypeName(a.dtype())));
-      if (t.shape() != shape)
-        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " has shape ",
-                                                       t.shape().DebugString(), ", the product has shape ",
-                                                       shape.DebugString()));
-    }
+    TDF_RETURN_IF_ERROR(kernels::CheckMatMulAddends(ctx, a.dtype(), shape));
     const int64_t kMaxDim = 0x7fffffff;
     if (m > kMaxDim || n > kMaxDim || k > kMaxDim)
       return absl::UnimplementedError("MatMulAdd on CUDA: a dimension exceeds 2^31-1 (cuBLAS int API)");

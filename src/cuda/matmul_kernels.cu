@@ -30,19 +30,10 @@ class MatMulKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
-    if (!IsFloating(a.dtype())) return UnsupportedDType("MatMul", a.dtype());
-    if (a.rank() != 2 || b.rank() != 2)
-      return absl::InvalidArgumentError(absl::StrCat("MatMul needs rank-2 operands, got ", a.shape().DebugString(),
-                                                     " and ", b.shape().DebugString()));
-    const int64_t m = a.shape().dim(transpose_a_ ? 1 : 0);
-    const int64_t k = a.shape().dim(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.shape().dim(transpose_b_ ? 1 : 0);
-    const int64_t n = b.shape().dim(transpose_b_ ? 0 : 1);
-    if (k != kb)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "MatMul inner dimensions differ: ", a.shape().DebugString(), transpose_a_ ? " (transposed)" : "", " x ",
-          b.shape().DebugString(), transpose_b_ ? " (transposed)" : "", ": ", k, " vs ", kb));
+    // The CPU kernel's checks (kernel_util.h), with its messages and codes.
+    TDF_ASSIGN_OR_RETURN(const kernels::MatMulGeometry d,
+                         kernels::CheckMatMul(a, b, transpose_a_, transpose_b_, "MatMul"));
+    const int64_t m = d.m, k = d.k, n = d.n;
     const int64_t kMaxDim = 0x7fffffff;
     if (m > kMaxDim || n > kMaxDim || k > kMaxDim)
       return absl::UnimplementedError("MatMul on CUDA: a dimension exceeds 2^31-1 (cuBLAS int API)");

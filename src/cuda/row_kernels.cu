@@ -276,52 +276,36 @@ __global__ void IdentityBlockKernel(T* out, int64_t size, int64_t ld, int64_t co
 }
 
 // ---------------------------------------------------------------------------
-// Host-side checks (the CPU kernels' messages and codes).
+// Host-side checks: the CPU kernels' own (kernel_util.h's CheckIndexedRows*
+// and CheckOuterRows*), so the messages and codes are theirs.
 
-// P's rows R and the size D of one row (indexed_rows.cc's CheckTable).
-absl::Status CheckTable(const Tensor& like, const char* op, int64_t* rows, int64_t* row_size) {
-  if (!IsFloating(like.dtype())) return kernels::UnsupportedDTypeError(op, like.dtype());
-  if (like.rank() < 1)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": the table must have rank >= 1, got a scalar"));
-  *rows = like.shape().dim(0);
-  *row_size = 1;
-  for (int d = 1; d < like.rank(); ++d) *row_size *= like.shape().dim(d);
-  if (like.dtype() == DType::kFloat32 && *rows > std::numeric_limits<int32_t>::max())
-    return absl::InvalidArgumentError(absl::StrCat(op, ": a float32 table of more than 2^31 rows"));
-  return absl::OkStatus();
-}
-
-// The shape part of indexed_rows.cc's CheckRowsOf: [m, 1 + D].
-absl::Status CheckRowsShape(const Tensor& t, int64_t D, const char* op, int input) {
-  if (t.rank() != 2 || t.shape().dim(1) != 1 + D)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": input ", input, " must be indexed rows [m, ", 1 + D,
-                                                   "], got ", t.shape().DebugString()));
-  return absl::OkStatus();
-}
-
-// matmul.cc's CheckWeight and CheckOuterRows.
-absl::Status CheckWeight(const Tensor& like, const char* op) {
-  if (!IsFloating(like.dtype())) return kernels::UnsupportedDTypeError(op, like.dtype());
-  if (like.rank() != 2)
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": the weight must have rank 2, got ", like.shape().DebugString()));
-  return absl::OkStatus();
-}
-absl::Status CheckOuterRows(const Tensor& rows, const Tensor& like, const char* op) {
-  TDF_RETURN_IF_ERROR(CheckWeight(like, op));
+// rows [m, 1 + D] and P of IndexedRowsSum and IndexedRowsSplit: P's table
+// checks (R, D), rows of P's dtype and width.
+absl::Status CheckRowsOfTable(const Tensor& rows, const Tensor& like, const char* op, int64_t* R, int64_t* D) {
+  TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsTable(like, op, R, D));
   if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
-  const int64_t width = like.shape().dim(0) + like.shape().dim(1);
-  if (rows.rank() != 2 || rows.shape().dim(1) != width)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": outer-product rows for a weight of shape ",
-                                                   like.shape().DebugString(), " must be [m, ", width,
-                                                   "], got ", rows.shape().DebugString()));
-  return absl::OkStatus();
+  return kernels::CheckIndexedRowsShape(rows, *D, op, 0);
 }
 
 // Chooses T (float, double) by the float dtype `dtype` (checked before).
 template <typename Fn>
 absl::Status DispatchFloat(DType dtype, Fn&& fn) {
   return dtype == DType::kFloat32 ? fn(float{}) : fn(double{});
+}
+
+// Adds every row [index | values] of `pieces` (non-empty, width w) into out
+// at out + index * out_stride + out_offset, by ScatterRowsKernel: a row
+// whose index is out of [0, limit) sets the error bit instead.
+template <typename T>
+absl::Status ScatterRows(const Launch& launch, absl::Span<const Tensor* const> pieces, int64_t w, T* out,
+                         int64_t out_stride, int64_t out_offset, int64_t limit) {
+  unsigned int* err = launch.device->error_word();
+  return ForEachChunk<T>(pieces, w, [&](const Pieces<T>& s, int64_t, int64_t count) -> absl::Status {
+    ScatterRowsKernel<T>
+        <<<GridFor(count), 256, 0, launch.stream>>>(s, count, w, out, out_stride, out_offset, limit, err);
+    TDF_CUDA_RETURN_IF_LAUNCH_FAILED("ScatterRowsKernel");
+    return absl::OkStatus();
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -343,18 +327,7 @@ class IndexedRowsKernel final : public OpKernel {
                                                         "; this CUDA kernel runs on ", device_.ToString(),
                                                         " (indices may be on the host or on its device)"));
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRows", &R, &D));
-    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
-      return absl::InvalidArgumentError(
-          absl::StrCat("IndexedRows: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
-    if (dy.dtype() != like.dtype()) return kernels::DTypeMismatchError(like.dtype(), dy.dtype());
-    Shape want = indices.shape();
-    for (int d = 1; d < like.rank(); ++d) want.AddDim(like.shape().dim(d));
-    if (dy.shape() != want)
-      return absl::InvalidArgumentError(absl::StrCat("IndexedRows: dy has shape ", dy.shape().DebugString(),
-                                                     ", Gather of a table ", like.shape().DebugString(),
-                                                     " by indices ", indices.shape().DebugString(), " gives ",
-                                                     want.DebugString()));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRows(like, indices, dy, &R, &D));
     const int64_t count = indices.num_elements();
     const bool wide = indices.dtype() == DType::kInt64;
     if (host_indices) {
@@ -416,13 +389,13 @@ class IndexedRowsConcatKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1));  // the rows; P gives only its shape
     const Tensor& like = ctx.input(0);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsConcat", &R, &D));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsTable(like, "IndexedRowsConcat", &R, &D));
     absl::InlinedVector<const Tensor*, 4> pieces;
     int64_t m = 0;
     for (int i = 1; i < n; ++i) {
       const Tensor& t = ctx.input(i);
       if (t.dtype() != like.dtype()) return kernels::DTypeMismatchError(like.dtype(), t.dtype());
-      TDF_RETURN_IF_ERROR(CheckRowsShape(t, D, "IndexedRowsConcat", i));
+      TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsShape(t, D, "IndexedRowsConcat", i));
       m += t.shape().dim(0);
       if (t.shape().dim(0) > 0) pieces.push_back(&t);
     }
@@ -463,12 +436,7 @@ class IndexedRowsConcatKernel final : public OpKernel {
                                                                            size, w);
         TDF_CUDA_RETURN_IF_LAUNCH_FAILED("InitCompactRowsKernel");
       }
-      T* dst = static_cast<T*>(out.raw_mutable_data());
-      return ForEachChunk<T>(pieces, w, [&](const Pieces<T>& s, int64_t, int64_t count) -> absl::Status {
-        ScatterRowsKernel<T><<<GridFor(count), 256, 0, launch.stream>>>(s, count, w, dst, w, 1, R, err);
-        TDF_CUDA_RETURN_IF_LAUNCH_FAILED("ScatterRowsKernel");
-        return absl::OkStatus();
-      });
+      return ScatterRows<T>(launch, pieces, w, static_cast<T*>(out.raw_mutable_data()), w, 1, R);
     }));
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
@@ -491,9 +459,7 @@ class IndexedRowsSumKernel final : public OpKernel {
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsSum", &R, &D));
-    if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
-    TDF_RETURN_IF_ERROR(CheckRowsShape(rows, D, "IndexedRowsSum", 0));
+    TDF_RETURN_IF_ERROR(CheckRowsOfTable(rows, like, "IndexedRowsSum", &R, &D));
     TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), like.shape(), device_));
     if (out.bytes() > 0)
@@ -502,15 +468,9 @@ class IndexedRowsSumKernel final : public OpKernel {
     const int64_t n = rows.shape().dim(0) * w;
     if (n > 0) {
       const Tensor* pieces[] = {&rows};
-      unsigned int* err = launch.device->error_word();
       TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
         using T = decltype(zero);
-        T* dst = static_cast<T*>(out.raw_mutable_data());
-        return ForEachChunk<T>(pieces, w, [&](const Pieces<T>& s, int64_t, int64_t count) -> absl::Status {
-          ScatterRowsKernel<T><<<GridFor(count), 256, 0, launch.stream>>>(s, count, w, dst, D, 0, R, err);
-          TDF_CUDA_RETURN_IF_LAUNCH_FAILED("ScatterRowsKernel");
-          return absl::OkStatus();
-        });
+        return ScatterRows<T>(launch, pieces, w, static_cast<T*>(out.raw_mutable_data()), D, 0, R);
       }));
     }
     ctx.set_output(0, std::move(out));
@@ -539,9 +499,7 @@ class IndexedRowsSplitKernel final : public OpKernel {
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsSplit", &R, &D));
-    if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
-    TDF_RETURN_IF_ERROR(CheckRowsShape(rows, D, "IndexedRowsSplit", 0));
+    TDF_RETURN_IF_ERROR(CheckRowsOfTable(rows, like, "IndexedRowsSplit", &R, &D));
     const int64_t m = rows.shape().dim(0);
     Shape value_shape({m});
     for (int d = 1; d < like.rank(); ++d) value_shape.AddDim(like.shape().dim(d));
@@ -634,17 +592,9 @@ class OuterRowsConcatKernel final : public OpKernel {
     if (n < 1) return kernels::MinArityError(1, n);
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 1));  // the rows; W gives only its shape
     const Tensor& like = ctx.input(0);
-    TDF_RETURN_IF_ERROR(CheckWeight(like, "OuterRowsConcat"));
-    absl::InlinedVector<const Tensor*, 4> pieces;
-    int64_t m = 0;
-    for (int i = 1; i < n; ++i) {
-      const Tensor& t = ctx.input(i);
-      TDF_RETURN_IF_ERROR(CheckOuterRows(t, like, "OuterRowsConcat"));
-      m += t.shape().dim(0);
-      if (t.shape().dim(0) > 0) pieces.push_back(&t);
-    }
-    const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
-    const int64_t cap = std::min(K, N);
+    TDF_ASSIGN_OR_RETURN(const kernels::OuterRowsConcatGeometry g, kernels::CheckOuterRowsConcat(ctx));
+    const auto& pieces = g.pieces;
+    const int64_t m = g.m, K = g.K, N = g.N, cap = g.cap;
     if (pieces.size() == 1 && m <= cap) {
       ctx.set_output(0, *pieces[0]);  // one non-empty sum: shared, not copied
       return absl::OkStatus();
@@ -702,7 +652,7 @@ class OuterRowsSumKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_, 0, 1));  // rows; W gives only its shape
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
-    TDF_RETURN_IF_ERROR(CheckOuterRows(rows, like, "OuterRowsSum"));
+    TDF_RETURN_IF_ERROR(kernels::CheckOuterRows(rows, like, "OuterRowsSum"));
     const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
     const int64_t m = rows.shape().dim(0);
     const bool product = m > 0 && K > 0 && N > 0;

@@ -3,7 +3,6 @@
 // the reason) where there is no CUDA device.
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,53 +14,15 @@
 namespace tdf {
 namespace {
 
+using gpu_test::ExpectSame;
+using gpu_test::ForEachMatMulCase;
+using gpu_test::MatMulCase;
+using gpu_test::OperandA;
+using gpu_test::OperandB;
+using gpu_test::Random;
 using gpu_test::RunGpuOp;
 using kernel_test::RunOp;
 using ::testing::HasSubstr;
-
-// Values in [lo, hi) of dtype `dtype` (integers: whole numbers; bool: coin).
-Tensor Random(DType dtype, const Shape& shape, double lo = -2, double hi = 2, uint32_t seed = 1) {
-  std::mt19937 rng(seed + static_cast<uint32_t>(shape.num_elements()) * 7919u);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  Tensor t = *Tensor::Empty(dtype, shape);
-  DispatchDType(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    T* p = t.mutable_data<T>();
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      const double v = dist(rng);
-      if constexpr (std::is_same_v<T, bool>) {
-        p[i] = v > (lo + hi) / 2;
-      } else if constexpr (std::is_integral_v<T>) {
-        p[i] = static_cast<T>(std::floor(v));
-      } else {
-        p[i] = static_cast<T>(v);
-      }
-    }
-  });
-  return t;
-}
-
-// Runs `op` on the CPU and on the GPU and expects the same result.
-void ExpectSame(const std::string& op, const std::vector<Tensor>& inputs, AttrMap attrs = {}, int num_outputs = 1,
-                double tol = 1e-5) {
-  SCOPED_TRACE(op);
-  absl::StatusOr<std::vector<Tensor>> cpu = RunOp(op, inputs, attrs, num_outputs);
-  absl::StatusOr<std::vector<Tensor>> gpu = RunGpuOp(op, inputs, attrs, num_outputs);
-  ASSERT_EQ(cpu.ok(), gpu.ok()) << "cpu: " << cpu.status() << "; gpu: " << gpu.status();
-  if (!cpu.ok()) {
-    EXPECT_EQ(cpu.status().code(), gpu.status().code()) << cpu.status() << " vs " << gpu.status();
-    return;
-  }
-  for (int i = 0; i < num_outputs; ++i) {
-    const Tensor& c = (*cpu)[i];
-    const Tensor& g = (*gpu)[i];
-    if (IsFloating(c.dtype())) {
-      EXPECT_TRUE(kernel_test::TensorNear(g, c, tol)) << "output " << i;
-    } else {
-      EXPECT_TRUE(kernel_test::TensorEq(g, c)) << "output " << i;
-    }
-  }
-}
 
 const std::vector<std::pair<Shape, Shape>>& BroadcastCases() {
   static const auto* const cases = new std::vector<std::pair<Shape, Shape>>{
@@ -248,20 +209,12 @@ TEST(CudaKernels, ReshapeSharesTheDeviceBuffer) {
 
 TEST(CudaKernels, MatMulThroughCublas) {
   TDF_SKIP_WITHOUT_GPU();
-  struct Case {
-    int64_t m, k, n;
-  };
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-    for (Case c : {Case{3, 4, 5}, Case{64, 128, 32}, Case{1, 1, 1}, Case{4, 0, 3}, Case{0, 3, 2}}) {
-      for (bool ta : {false, true}) {
-        for (bool tb : {false, true}) {
-          Tensor a = Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}));
-          Tensor b = Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}));
-          ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, 1e-4);
-        }
-      }
-    }
-  }
+  ForEachMatMulCase({{3, 4, 5}, {64, 128, 32}, {1, 1, 1}, {4, 0, 3}, {0, 3, 2}},
+                    [](DType dtype, const MatMulCase& c, bool ta, bool tb) {
+                      Tensor a = Random(dtype, OperandA(c, ta));
+                      Tensor b = Random(dtype, OperandB(c, tb));
+                      ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, 1e-4);
+                    });
   ExpectSame("MatMul", {Random(DType::kFloat32, Shape({2, 3})), Random(DType::kFloat32, Shape({4, 2}))});  // error
 }
 
@@ -269,24 +222,13 @@ TEST(CudaKernels, MatMulThroughCublas) {
 // 2^20 multiply-adds (cuda/small_ops.cuh): both paths, every transpose.
 TEST(CudaKernels, MatMulSmallKernelAndCublasPaths) {
   TDF_SKIP_WITHOUT_GPU();
-  struct Case {
-    int64_t m, k, n;
-  };
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-    const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
-    for (Case c : {Case{1, 300, 150}, Case{300, 1, 150}, Case{1, 2048, 512}, Case{128, 256, 64}, Case{1025, 1, 1024},
-                   Case{33, 700, 71}}) {
-      for (bool ta : {false, true}) {
-        for (bool tb : {false, true}) {
-          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " m=" << c.m << " k=" << c.k << " n=" << c.n
-                                            << " ta=" << ta << " tb=" << tb);
-          Tensor a = Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}), -1, 1, 5);
-          Tensor b = Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}), -1, 1, 6);
-          ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, tol);
-        }
-      }
-    }
-  }
+  ForEachMatMulCase({{1, 300, 150}, {300, 1, 150}, {1, 2048, 512}, {128, 256, 64}, {1025, 1, 1024}, {33, 700, 71}},
+                    [](DType dtype, const MatMulCase& c, bool ta, bool tb) {
+                      const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
+                      Tensor a = Random(dtype, OperandA(c, ta), -1, 1, 5);
+                      Tensor b = Random(dtype, OperandB(c, tb), -1, 1, 6);
+                      ExpectSame("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, 1, tol);
+                    });
 }
 
 // Concat takes one kernel for up to 8 inputs of up to 4 MiB, and a 2-D copy

@@ -4,11 +4,9 @@
 // backward pass that placement keeps on the GPU. The kernel comparisons skip
 // (with the reason) where there is no CUDA device; the placement checks run
 // everywhere.
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,115 +25,20 @@
 namespace tdf {
 namespace {
 
-using gpu_test::RunGpuOp;
+using gpu_test::BothFail;
+using gpu_test::ExpectBothFail;
+using gpu_test::ExpectSame;
+using gpu_test::ForEachMatMulCase;
+using gpu_test::MatMulCase;
+using gpu_test::OperandA;
+using gpu_test::OperandB;
+using gpu_test::Random;
+using gpu_test::RandomIndices;
+using gpu_test::RunGpuMixed;
 using kernel_test::I32;
 using kernel_test::I64;
 using kernel_test::RunOp;
 using ::testing::HasSubstr;
-
-// Values in [lo, hi) of dtype `dtype` (integers: whole numbers; bool: coin).
-Tensor Random(DType dtype, const Shape& shape, double lo = -2, double hi = 2, uint32_t seed = 1) {
-  std::mt19937 rng(seed + static_cast<uint32_t>(shape.num_elements()) * 7919u);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  Tensor t = *Tensor::Empty(dtype, shape);
-  DispatchDType(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    T* p = t.mutable_data<T>();
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      const double v = dist(rng);
-      if constexpr (std::is_same_v<T, bool>) {
-        p[i] = v > (lo + hi) / 2;
-      } else if constexpr (std::is_integral_v<T>) {
-        p[i] = static_cast<T>(std::floor(v));
-      } else {
-        p[i] = static_cast<T>(v);
-      }
-    }
-  });
-  return t;
-}
-
-// Indices in [0, limit) (int64 or int32), with repeats when count > limit.
-Tensor RandomIndices(DType dtype, const Shape& shape, int64_t limit, uint32_t seed = 3) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(0, limit - 1);
-  Tensor t = *Tensor::Empty(dtype, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    if (dtype == DType::kInt64) {
-      t.mutable_data<int64_t>()[i] = dist(rng);
-    } else {
-      t.mutable_data<int32_t>()[i] = static_cast<int32_t>(dist(rng));
-    }
-  }
-  return t;
-}
-
-// Runs `op` on the CPU and on the GPU and expects the same result (or the
-// same status code).
-void ExpectSame(const std::string& op, const std::vector<Tensor>& inputs, AttrMap attrs = {}, int num_outputs = 1,
-                double tol = 1e-5) {
-  SCOPED_TRACE(op);
-  absl::StatusOr<std::vector<Tensor>> cpu = RunOp(op, inputs, attrs, num_outputs);
-  absl::StatusOr<std::vector<Tensor>> gpu = RunGpuOp(op, inputs, attrs, num_outputs);
-  ASSERT_EQ(cpu.ok(), gpu.ok()) << "cpu: " << cpu.status() << "; gpu: " << gpu.status();
-  if (!cpu.ok()) {
-    EXPECT_EQ(cpu.status().code(), gpu.status().code()) << cpu.status() << " vs " << gpu.status();
-    return;
-  }
-  for (int i = 0; i < num_outputs; ++i) {
-    const Tensor& c = (*cpu)[i];
-    const Tensor& g = (*gpu)[i];
-    if (IsFloating(c.dtype())) {
-      EXPECT_TRUE(kernel_test::TensorNear(g, c, tol)) << "output " << i;
-    } else {
-      EXPECT_TRUE(kernel_test::TensorEq(g, c)) << "output " << i;
-    }
-  }
-}
-
-// Expects an error on both, with the same code; returns the GPU's.
-absl::Status BothFail(const std::string& op, const std::vector<Tensor>& inputs, AttrMap attrs = {},
-                      int num_outputs = 1) {
-  absl::Status cpu = RunOp(op, inputs, attrs, num_outputs).status();
-  absl::Status gpu = RunGpuOp(op, inputs, attrs, num_outputs).status();
-  EXPECT_FALSE(cpu.ok()) << op << ": the CPU kernel succeeded";
-  EXPECT_FALSE(gpu.ok()) << op << ": the GPU kernel succeeded";
-  EXPECT_EQ(cpu.code(), gpu.code()) << op << ": " << cpu << " vs " << gpu;
-  return gpu;
-}
-void ExpectBothFail(const std::string& op, const std::vector<Tensor>& inputs, AttrMap attrs = {},
-                    int num_outputs = 1) {
-  (void)BothFail(op, inputs, std::move(attrs), num_outputs);
-}
-
-// Runs the CUDA kernel of `op` with input i on cuda:0 when on_device[i], else
-// as given (on the host); returns Compute's status (no outputs read back).
-absl::Status RunGpuMixed(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<bool>& on_device,
-                         AttrMap attrs = {}, int num_outputs = 1) {
-  NodeDef node = kernel_test::MakeNode(op, static_cast<int>(inputs.size()), std::move(attrs));
-  node.device = "cuda:0";
-  TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, KernelRegistry::Global()->Create(node, Device::Type::kCuda));
-  std::vector<Tensor> placed;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (on_device[i]) {
-      TDF_ASSIGN_OR_RETURN(Tensor d, gpu_test::ToDevice(inputs[i]));
-      placed.push_back(std::move(d));
-    } else {
-      placed.push_back(inputs[i]);
-    }
-  }
-  std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : placed) ptrs.push_back(&t);
-  std::vector<Tensor> outputs(num_outputs);
-  KernelContext ctx(ptrs.data(), static_cast<int>(ptrs.size()), outputs.data(), num_outputs, Device::Cuda(0));
-  ctx.set_device_context(DeviceBackend::Stream(Device::Cuda(0)));
-  TDF_RETURN_IF_ERROR(kernel->Compute(ctx));
-  TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(Device::Cuda(0)));
-  for (const Tensor& t : outputs)
-    if (!t.valid() || t.device() != Device::Cuda(0))
-      return absl::InternalError(absl::StrCat(op, ": an output is not on cuda:0"));
-  return absl::OkStatus();
-}
 
 AttrMap Axis(int64_t axis) { return {{"axis", axis}}; }
 AttrMap BeginSize(std::vector<int64_t> begin, std::vector<int64_t> size) {
@@ -147,8 +50,9 @@ AttrMap BeginSize(std::vector<int64_t> begin, std::vector<int64_t> size) {
 TEST(CudaGradientKernels, GradientOpsArePlaceableAndHaveCudaKernels) {
   for (const char* op : {"ConcatGrad", "SliceGrad", "GatherGrad", "MatMulAdd"}) {
     EXPECT_TRUE(IsGpuPlaceableOp(op)) << op;
-    if (DeviceBackend::CompiledWithCuda())
+    if (DeviceBackend::CompiledWithCuda()) {
       EXPECT_TRUE(KernelRegistry::Global()->Has(op, Device::Type::kCuda)) << op;
+    }
   }
 }
 
@@ -344,28 +248,18 @@ TEST(CudaGradientKernels, GatherGradErrorsMatchTheCpu) {
 // up to 2^20 multiply-adds, cuBLAS past it; with and without addends.
 TEST(CudaGradientKernels, MatMulAddSmallKernelAndCublasPaths) {
   TDF_SKIP_WITHOUT_GPU();
-  struct Case {
-    int64_t m, k, n;
-  };
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-    const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
-    for (Case c : {Case{1, 150, 300}, Case{300, 1, 150}, Case{128, 256, 64}, Case{1025, 1, 1024}}) {
-      for (bool ta : {false, true}) {
-        for (bool tb : {false, true}) {
-          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " m=" << c.m << " k=" << c.k << " n=" << c.n
-                                            << " ta=" << ta << " tb=" << tb);
-          const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
-          std::vector<Tensor> in = {Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}), -2, 2, 1),
-                                    Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}), -2, 2, 2)};
-          ExpectSame("MatMulAdd", in, attrs, 1, tol);
-          in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 3));
-          ExpectSame("MatMulAdd", in, attrs, 1, tol);
-          in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 4));
-          ExpectSame("MatMulAdd", in, attrs, 1, tol);
-        }
-      }
-    }
-  }
+  ForEachMatMulCase(
+      {{1, 150, 300}, {300, 1, 150}, {128, 256, 64}, {1025, 1, 1024}},
+      [](DType dtype, const MatMulCase& c, bool ta, bool tb) {
+        const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
+        const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+        std::vector<Tensor> in = {Random(dtype, OperandA(c, ta), -2, 2, 1), Random(dtype, OperandB(c, tb), -2, 2, 2)};
+        ExpectSame("MatMulAdd", in, attrs, 1, tol);
+        in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 3));
+        ExpectSame("MatMulAdd", in, attrs, 1, tol);
+        in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 4));
+        ExpectSame("MatMulAdd", in, attrs, 1, tol);
+      });
 }
 
 // Both paths of ConcatGrad: one kernel for up to 8 parts of up to 4 MiB,
@@ -398,30 +292,19 @@ TEST(CudaGradientKernels, ConcatGradOneKernelAndCopyPaths) {
 
 TEST(CudaGradientKernels, MatMulAddThroughCublas) {
   TDF_SKIP_WITHOUT_GPU();
-  struct Case {
-    int64_t m, k, n;
-  };
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-    const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
-    for (Case c : {Case{3, 4, 5}, Case{64, 128, 32}, Case{1, 1, 1}, Case{7, 1, 9}, Case{4, 0, 3}, Case{0, 3, 2},
-                   Case{3, 2, 0}}) {
-      for (bool ta : {false, true}) {
-        for (bool tb : {false, true}) {
-          SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " m=" << c.m << " k=" << c.k << " n=" << c.n
-                                            << " ta=" << ta << " tb=" << tb);
-          const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
-          std::vector<Tensor> in = {Random(dtype, ta ? Shape({c.k, c.m}) : Shape({c.m, c.k}), -2, 2, 1),
-                                    Random(dtype, tb ? Shape({c.n, c.k}) : Shape({c.k, c.n}), -2, 2, 2)};
-          ExpectSame("MatMulAdd", in, attrs, 1, tol);  // no addends: a plain product
-          // 1, 2, 3, 8, 9 and 17 addends (the sum runs in chunks of 8).
-          for (int count = 1; count <= 17; ++count) {
-            in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 10 + count));
-            if (count <= 3 || count == 8 || count == 9 || count == 17) ExpectSame("MatMulAdd", in, attrs, 1, tol);
-          }
+  ForEachMatMulCase(
+      {{3, 4, 5}, {64, 128, 32}, {1, 1, 1}, {7, 1, 9}, {4, 0, 3}, {0, 3, 2}, {3, 2, 0}},
+      [](DType dtype, const MatMulCase& c, bool ta, bool tb) {
+        const double tol = dtype == DType::kFloat32 ? 1e-4 : 1e-10;
+        const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+        std::vector<Tensor> in = {Random(dtype, OperandA(c, ta), -2, 2, 1), Random(dtype, OperandB(c, tb), -2, 2, 2)};
+        ExpectSame("MatMulAdd", in, attrs, 1, tol);  // no addends: a plain product
+        // 1, 2, 3, 8, 9 and 17 addends (the sum runs in chunks of 8).
+        for (int count = 1; count <= 17; ++count) {
+          in.push_back(Random(dtype, Shape({c.m, c.n}), -3, 3, 10 + count));
+          if (count <= 3 || count == 8 || count == 9 || count == 17) ExpectSame("MatMulAdd", in, attrs, 1, tol);
         }
-      }
-    }
-  }
+      });
 }
 
 TEST(CudaGradientKernels, MatMulAddErrorsMatchTheCpu) {
@@ -448,33 +331,33 @@ TEST(CudaGradientKernels, ShapeOnlyInputsMayBeHostTensors) {
   Tensor a = Random(DType::kFloat32, Shape({3, 3}));
   Tensor b = Random(DType::kFloat32, Shape({3, 5}));
   EXPECT_TRUE(RunGpuMixed("ConcatGrad", {dy, a, b}, {true, false, false}, Axis(1), 2).ok());
-  absl::Status s = RunGpuMixed("ConcatGrad", {dy, a, b}, {false, true, true}, Axis(1), 2);
+  absl::Status s = RunGpuMixed("ConcatGrad", {dy, a, b}, {false, true, true}, Axis(1), 2).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("CopyToDevice"));
   // An invalid part is an error, as on the CPU.
-  EXPECT_EQ(RunGpuMixed("ConcatGrad", {dy, a, Tensor()}, {true, true, false}, Axis(1), 2).code(),
+  EXPECT_EQ(RunGpuMixed("ConcatGrad", {dy, a, Tensor()}, {true, true, false}, Axis(1), 2).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RunOp("ConcatGrad", {dy, a, Tensor()}, Axis(1), 2).status().code(), absl::StatusCode::kInvalidArgument);
 
   Tensor x = Random(DType::kFloat32, Shape({4, 5}));
   Tensor sdy = Random(DType::kFloat32, Shape({2, 3}));
   EXPECT_TRUE(RunGpuMixed("SliceGrad", {x, sdy}, {false, true}, BeginSize({1, 1}, {2, 3})).ok());
-  EXPECT_EQ(RunGpuMixed("SliceGrad", {x, sdy}, {true, false}, BeginSize({1, 1}, {2, 3})).code(),
+  EXPECT_EQ(RunGpuMixed("SliceGrad", {x, sdy}, {true, false}, BeginSize({1, 1}, {2, 3})).status().code(),
             absl::StatusCode::kFailedPrecondition);
 
   Tensor params = Random(DType::kFloat32, Shape({5, 4}));
   Tensor idx = I64({1, 2}, Shape({2}));
   Tensor gdy = Random(DType::kFloat32, Shape({2, 4}));
   EXPECT_TRUE(RunGpuMixed("GatherGrad", {params, idx, gdy}, {false, true, true}).ok());
-  EXPECT_EQ(RunGpuMixed("GatherGrad", {params, idx, gdy}, {true, false, true}).code(),
+  EXPECT_EQ(RunGpuMixed("GatherGrad", {params, idx, gdy}, {true, false, true}).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(RunGpuMixed("GatherGrad", {params, idx, gdy}, {true, true, false}).code(),
+  EXPECT_EQ(RunGpuMixed("GatherGrad", {params, idx, gdy}, {true, true, false}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 
   Tensor ma = Random(DType::kFloat32, Shape({2, 3}));
   Tensor mb = Random(DType::kFloat32, Shape({3, 4}));
   Tensor mc = Random(DType::kFloat32, Shape({2, 4}));
-  EXPECT_EQ(RunGpuMixed("MatMulAdd", {ma, mb, mc}, {true, true, false}).code(),
+  EXPECT_EQ(RunGpuMixed("MatMulAdd", {ma, mb, mc}, {true, true, false}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

@@ -34,6 +34,11 @@
 namespace tdf {
 namespace {
 
+using gpu_test::BothFail;
+using gpu_test::ExpectBothFail;
+using gpu_test::Random;
+using gpu_test::RandomIndices;
+using gpu_test::RunGpuMixed;
 using gpu_test::RunGpuOp;
 using kernel_test::I32;
 using kernel_test::I64;
@@ -44,36 +49,6 @@ const char* const kRowOps[] = {"IndexedRows",      "IndexedRowsConcat", "Indexed
                                "IndexedRowsSplit", "OuterRowsConcat",   "OuterRowsSum"};
 
 double Tol(DType dtype) { return dtype == DType::kFloat32 ? 1e-4 : 1e-10; }
-
-// Values in [lo, hi) of a float dtype.
-Tensor Random(DType dtype, const Shape& shape, double lo = -2, double hi = 2, uint32_t seed = 1) {
-  std::mt19937 rng(seed + static_cast<uint32_t>(shape.num_elements()) * 7919u);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  Tensor t = *Tensor::Empty(dtype, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    if (dtype == DType::kFloat32) {
-      t.mutable_data<float>()[i] = static_cast<float>(dist(rng));
-    } else {
-      t.mutable_data<double>()[i] = dist(rng);
-    }
-  }
-  return t;
-}
-
-// Indices in [0, limit) (int64 or int32), with repeats when count > limit.
-Tensor RandomIndices(DType dtype, const Shape& shape, int64_t limit, uint32_t seed = 3) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(0, limit - 1);
-  Tensor t = *Tensor::Empty(dtype, shape);
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    if (dtype == DType::kInt64) {
-      t.mutable_data<int64_t>()[i] = dist(rng);
-    } else {
-      t.mutable_data<int32_t>()[i] = static_cast<int32_t>(dist(rng));
-    }
-  }
-  return t;
-}
 
 // Stores `index` bit for bit in the first element of row r of indexed rows.
 void SetIndex(Tensor& rows, int64_t r, int64_t index) {
@@ -97,6 +72,13 @@ int64_t GetIndex(const Tensor& rows, int64_t r) {
   return i;
 }
 
+// D, the size of one row of a table of shape `table`.
+int64_t RowSize(const Shape& table) {
+  int64_t D = 1;
+  for (int d = 1; d < table.rank(); ++d) D *= table.dim(d);
+  return D;
+}
+
 // m indexed rows [index | D values] for a table of R rows: indices in
 // [0, limit) (limit <= R), values in [-2, 2).
 Tensor IndexedRowsOf(DType dtype, int64_t m, int64_t D, int64_t limit, uint32_t seed) {
@@ -108,72 +90,10 @@ Tensor IndexedRowsOf(DType dtype, int64_t m, int64_t D, int64_t limit, uint32_t 
 }
 
 // Runs `op` on the CPU and on the GPU and expects the same result (or the
-// same status code). Float outputs within `tol` (0: exactly equal).
+// same status code). The row ops take no attributes and copy bits: float
+// outputs bit for bit unless a tolerance `tol` > 0 is given.
 void ExpectSame(const std::string& op, const std::vector<Tensor>& inputs, int num_outputs = 1, double tol = 0) {
-  SCOPED_TRACE(op);
-  absl::StatusOr<std::vector<Tensor>> cpu = RunOp(op, inputs, {}, num_outputs);
-  absl::StatusOr<std::vector<Tensor>> gpu = RunGpuOp(op, inputs, {}, num_outputs);
-  ASSERT_EQ(cpu.ok(), gpu.ok()) << "cpu: " << cpu.status() << "; gpu: " << gpu.status();
-  if (!cpu.ok()) {
-    EXPECT_EQ(cpu.status().code(), gpu.status().code()) << cpu.status() << " vs " << gpu.status();
-    return;
-  }
-  for (int i = 0; i < num_outputs; ++i) {
-    const Tensor& c = (*cpu)[i];
-    const Tensor& g = (*gpu)[i];
-    if (IsFloating(c.dtype()) && tol > 0) {
-      EXPECT_TRUE(kernel_test::TensorNear(g, c, tol)) << "output " << i;
-    } else {
-      EXPECT_TRUE(kernel_test::TensorEq(g, c)) << "output " << i;
-    }
-  }
-}
-
-// Expects an error on both, with the same code; returns the GPU's.
-absl::Status BothFail(const std::string& op, const std::vector<Tensor>& inputs, int num_outputs = 1) {
-  absl::Status cpu = RunOp(op, inputs, {}, num_outputs).status();
-  absl::Status gpu = RunGpuOp(op, inputs, {}, num_outputs).status();
-  EXPECT_FALSE(cpu.ok()) << op << ": the CPU kernel succeeded";
-  EXPECT_FALSE(gpu.ok()) << op << ": the GPU kernel succeeded";
-  EXPECT_EQ(cpu.code(), gpu.code()) << op << ": " << cpu << " vs " << gpu;
-  return gpu;
-}
-void ExpectBothFail(const std::string& op, const std::vector<Tensor>& inputs, int num_outputs = 1) {
-  (void)BothFail(op, inputs, num_outputs);
-}
-
-// Runs the CUDA kernel of `op` with input i on cuda:0 when on_device[i],
-// else as given (on the host); synchronizes and returns the outputs on the
-// host (each must be a device tensor).
-absl::StatusOr<std::vector<Tensor>> RunGpuMixed(const std::string& op, const std::vector<Tensor>& inputs,
-                                                const std::vector<bool>& on_device, int num_outputs = 1) {
-  NodeDef node = kernel_test::MakeNode(op, static_cast<int>(inputs.size()));
-  node.device = "cuda:0";
-  TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, KernelRegistry::Global()->Create(node, Device::Type::kCuda));
-  std::vector<Tensor> placed;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (on_device[i]) {
-      TDF_ASSIGN_OR_RETURN(Tensor d, gpu_test::ToDevice(inputs[i]));
-      placed.push_back(std::move(d));
-    } else {
-      placed.push_back(inputs[i]);
-    }
-  }
-  std::vector<const Tensor*> ptrs;
-  for (const Tensor& t : placed) ptrs.push_back(&t);
-  std::vector<Tensor> outputs(num_outputs);
-  KernelContext ctx(ptrs.data(), static_cast<int>(ptrs.size()), outputs.data(), num_outputs, Device::Cuda(0));
-  ctx.set_device_context(DeviceBackend::Stream(Device::Cuda(0)));
-  TDF_RETURN_IF_ERROR(kernel->Compute(ctx));
-  TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(Device::Cuda(0)));
-  std::vector<Tensor> host;
-  for (const Tensor& t : outputs) {
-    if (!t.valid() || t.device() != Device::Cuda(0))
-      return absl::InternalError(absl::StrCat(op, ": an output is not on cuda:0"));
-    TDF_ASSIGN_OR_RETURN(Tensor h, gpu_test::ToHost(t));
-    host.push_back(std::move(h));
-  }
-  return host;
+  gpu_test::ExpectSame(op, inputs, {}, num_outputs, tol);
 }
 
 // The single output of the GPU kernel (all inputs on the device).
@@ -266,9 +186,7 @@ TEST(CudaRowKernels, IndexedRowsConcatMatchesTheCpu) {
     SCOPED_TRACE(DTypeName(dtype));
     for (const Shape& table : {Shape({6, 3}), Shape({6, 2, 2}), Shape({9}), Shape({5, 0}), Shape({40, 17})}) {
       SCOPED_TRACE(table.DebugString());
-      const int64_t R = table.dim(0);
-      int64_t D = 1;
-      for (int d = 1; d < table.rank(); ++d) D *= table.dim(d);
+      const int64_t R = table.dim(0), D = RowSize(table);
       Tensor P = Random(dtype, table);
       auto rows = [&](int64_t m, uint32_t seed) { return IndexedRowsOf(dtype, m, D, R, seed); };
       Tensor empty = rows(0, 1);
@@ -366,9 +284,7 @@ TEST(CudaRowKernels, IndexedRowsSumMatchesTheCpu) {
     for (const Shape& table : {Shape({6, 3}), Shape({6, 2, 2}), Shape({9}), Shape({5, 0}), Shape({0, 4}),
                                Shape({300, 65})}) {
       SCOPED_TRACE(table.DebugString());
-      const int64_t R = table.dim(0);
-      int64_t D = 1;
-      for (int d = 1; d < table.rank(); ++d) D *= table.dim(d);
+      const int64_t R = table.dim(0), D = RowSize(table);
       Tensor P = Random(dtype, table);
       for (int64_t m : {int64_t{0}, int64_t{1}, R, 3 * R + 1}) {
         if (R == 0 && m > 0) continue;
@@ -416,9 +332,7 @@ TEST(CudaRowKernels, IndexedRowsSplitMatchesTheCpu) {
     SCOPED_TRACE(DTypeName(dtype));
     for (const Shape& table : {Shape({6, 3}), Shape({6, 2, 2}), Shape({9}), Shape({5, 0}), Shape({200, 77})}) {
       SCOPED_TRACE(table.DebugString());
-      const int64_t R = table.dim(0);
-      int64_t D = 1;
-      for (int d = 1; d < table.rank(); ++d) D *= table.dim(d);
+      const int64_t R = table.dim(0), D = RowSize(table);
       for (int64_t m : {int64_t{0}, int64_t{1}, R + 3, 4 * R}) {
         // Both outputs are device tensors (RunGpuOp checks), copied bit for bit.
         ExpectSame("IndexedRowsSplit", {IndexedRowsOf(dtype, m, D, R, static_cast<uint32_t>(m) + 2), Random(dtype, table)},
@@ -428,15 +342,15 @@ TEST(CudaRowKernels, IndexedRowsSplitMatchesTheCpu) {
   }
   Tensor P = Random(DType::kFloat32, Shape({4, 2}));
   Tensor rows = IndexedRowsOf(DType::kFloat32, 3, 2, 4, 1);
-  ExpectBothFail("IndexedRowsSplit", {rows, P}, 1);  // one output
-  ExpectBothFail("IndexedRowsSplit", {rows, P}, 3);
+  ExpectBothFail("IndexedRowsSplit", {rows, P}, {}, 1);  // one output
+  ExpectBothFail("IndexedRowsSplit", {rows, P}, {}, 3);
   SetIndex(rows, 0, 4);
-  absl::Status s = BothFail("IndexedRowsSplit", {rows, P}, 2);
+  absl::Status s = BothFail("IndexedRowsSplit", {rows, P}, {}, 2);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("out of range"));
-  ExpectBothFail("IndexedRowsSplit", {Random(DType::kFloat64, Shape({3, 3})), P}, 2);  // dtype mismatch
-  ExpectBothFail("IndexedRowsSplit", {Random(DType::kFloat32, Shape({3, 4})), P}, 2);  // width
-  ExpectBothFail("IndexedRowsSplit", {rows}, 2);                                       // arity
+  ExpectBothFail("IndexedRowsSplit", {Random(DType::kFloat64, Shape({3, 3})), P}, {}, 2);  // dtype mismatch
+  ExpectBothFail("IndexedRowsSplit", {Random(DType::kFloat32, Shape({3, 4})), P}, {}, 2);  // width
+  ExpectBothFail("IndexedRowsSplit", {rows}, {}, 2);                                       // arity
 }
 
 // Rows [x | g] for a weight of shape [K, N].
@@ -535,8 +449,8 @@ TEST(CudaRowKernels, ShapeOnlyInputsMayBeHostTensors) {
   EXPECT_TRUE(RunGpuMixed("IndexedRowsSum", {rows, P}, {true, false}).ok());
   EXPECT_EQ(RunGpuMixed("IndexedRowsSum", {rows, P}, {false, true}).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(RunGpuMixed("IndexedRowsSplit", {rows, P}, {true, false}, 2).ok());
-  EXPECT_EQ(RunGpuMixed("IndexedRowsSplit", {rows, P}, {false, true}, 2).status().code(),
+  EXPECT_TRUE(RunGpuMixed("IndexedRowsSplit", {rows, P}, {true, false}, {}, 2).ok());
+  EXPECT_EQ(RunGpuMixed("IndexedRowsSplit", {rows, P}, {false, true}, {}, 2).status().code(),
             absl::StatusCode::kFailedPrecondition);
   Tensor w = Random(DType::kFloat64, Shape({2, 3}));
   Tensor orows = OuterRows(DType::kFloat64, 4, 2, 3, 2);

@@ -18,16 +18,8 @@ namespace {
 
 using kernels::CheckInputs;
 using kernels::Dims;
-
-// Calls fn(U{}) with an unsigned integer type as wide as one element.
-template <typename Fn>
-void DispatchBySize(DType dtype, Fn&& fn) {
-  switch (DTypeSize(dtype)) {
-    case 1: fn(uint8_t{}); break;
-    case 4: fn(uint32_t{}); break;
-    default: fn(uint64_t{}); break;
-  }
-}
+using kernels::DispatchBySize;
+using kernels::InvalidInputError;
 
 // out[o] = in[offset(o)], where offsets come from `strides` in out's index
 // space starting at `base`.
@@ -39,10 +31,6 @@ void StridedCopy(const Tensor& in, const Dims& strides, int64_t base, Tensor& ou
     std::array<Dims, 1> s = {strides};
     kernels::ForEachBroadcast<1>(out.shape(), s, [&](int64_t o, int64_t i) { dst[o] = src[i]; });
   });
-}
-
-absl::Status InvalidInput(int i) {
-  return absl::InvalidArgumentError(absl::StrCat("input ", i, " is an invalid (empty) tensor"));
 }
 
 // ---------------------------------------------------------------------------
@@ -78,7 +66,7 @@ class ReshapeKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
     const Tensor& x = ctx.input(0);
-    if (!x.valid()) return InvalidInput(0);
+    if (!x.valid()) return InvalidInputError(0);
     if (dims_.empty() && x.is_inline_scalar()) {
       ctx.set_output(0, x);
       return absl::OkStatus();
@@ -108,7 +96,7 @@ class ReshapeLikeKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
     const Tensor& x = ctx.input(0);
     const Tensor& like = ctx.input(1);
-    if (!x.valid()) return InvalidInput(0);
+    if (!x.valid()) return InvalidInputError(0);
     if (x.is_inline_scalar() && like.is_inline_scalar()) {
       ctx.set_output(0, x);
       return absl::OkStatus();
@@ -136,7 +124,7 @@ class TransposeKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
     const Tensor& x = ctx.input(0);
-    if (!x.valid()) return InvalidInput(0);
+    if (!x.valid()) return InvalidInputError(0);
     const int rank = x.rank();
     std::vector<int64_t> perm(rank);
     if (perm_) {
@@ -194,45 +182,25 @@ class ConcatKernel final : public OpKernel {
     const int n = ctx.num_inputs();
     if (n < 1) return kernels::MinArityError(1, n);
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcat(ctx, axis_));
     const Tensor& first = ctx.input(0);
-    if (!first.valid()) return InvalidInput(0);
-    const int rank = first.rank();
-    if (rank == 0) return absl::InvalidArgumentError("Concat of scalars: inputs need rank >= 1");
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
-    Shape out_shape = first.shape();
-    int64_t axis_total = 0;
-    for (int i = 0; i < n; ++i) {
-      const Tensor& t = ctx.input(i);
-      if (t.dtype() != first.dtype())
-        return absl::InvalidArgumentError(absl::StrCat("dtype mismatch: input 0 is ", DTypeName(first.dtype()),
-                                                       ", input ", i, " is ", DTypeName(t.dtype())));
-      bool ok = t.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || t.shape().dim(d) == first.shape().dim(d);
-      if (!ok)
-        return absl::InvalidArgumentError(absl::StrCat("Concat along axis ", axis, ": input 0 has shape ",
-                                                       first.shape().DebugString(), ", input ", i, " has shape ",
-                                                       t.shape().DebugString()));
-      axis_total += t.shape().dim(axis);
-    }
     if (n == 1) {
       ctx.set_output(0, first);
       return absl::OkStatus();
     }
-    out_shape.set_dim(axis, axis_total);
+    Shape out_shape = first.shape();
+    out_shape.set_dim(g.axis, g.axis_total);
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(first.dtype(), out_shape));
     const size_t elem = DTypeSize(first.dtype());
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= out_shape.dim(d);
-    for (int d = axis + 1; d < rank; ++d) inner *= out_shape.dim(d);
     char* dst = static_cast<char*>(out.raw_mutable_data());
-    const size_t out_row = static_cast<size_t>(axis_total * inner) * elem;
+    const size_t out_row = static_cast<size_t>(g.axis_total * g.inner) * elem;
     size_t col = 0;
     for (int i = 0; i < n; ++i) {
       const Tensor& t = ctx.input(i);
-      const size_t row = static_cast<size_t>(t.shape().dim(axis) * inner) * elem;
+      const size_t row = static_cast<size_t>(t.shape().dim(g.axis) * g.inner) * elem;
       const char* src = static_cast<const char*>(t.raw_data());
       if (row > 0)
-        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, src + o * row, row);
+        for (int64_t o = 0; o < g.outer; ++o) std::memcpy(dst + o * out_row + col, src + o * row, row);
       col += row;
     }
     ctx.set_output(0, std::move(out));
@@ -251,47 +219,22 @@ class SliceKernel final : public OpKernel {
       : begin_(std::move(begin)), size_(std::move(size)) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
-    if (begin.size() != size.size())
-      return absl::InvalidArgumentError(
-          absl::StrCat("Slice: begin has ", begin.size(), " entries but size has ", size.size()));
-    return std::unique_ptr<OpKernel>(std::make_unique<SliceKernel>(std::move(begin), std::move(size)));
+    TDF_ASSIGN_OR_RETURN(kernels::SliceAttrs attrs, kernels::GetSliceAttrs(node, "Slice"));
+    return std::unique_ptr<OpKernel>(std::make_unique<SliceKernel>(std::move(attrs.begin), std::move(attrs.size)));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 1));
     const Tensor& x = ctx.input(0);
-    if (!x.valid()) return InvalidInput(0);
-    const int rank = x.rank();
-    if (static_cast<int>(begin_.size()) != rank)
-      return absl::InvalidArgumentError(absl::StrCat("Slice: begin/size have ", begin_.size(),
-                                                     " entries but the input has rank ", rank, " (shape ",
-                                                     x.shape().DebugString(), ")"));
-    const Dims in_strides = kernels::RowMajorStrides(x.shape());
-    Shape out_shape;
-    int64_t base = 0;
-    bool whole = true;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t dim = x.shape().dim(d);
-      const int64_t b = begin_[d];
-      // dim - b only once b is known to be in [0, dim]: begin comes from an
-      // attr and may be INT64_MIN.
-      const bool begin_ok = b >= 0 && b <= dim;
-      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
-      if (!begin_ok || s < 0 || s > dim - b)
-        return absl::InvalidArgumentError(absl::StrCat("Slice: dim ", d, " of shape ", x.shape().DebugString(),
-                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
-      out_shape.AddDim(s);
-      base += b * in_strides[d];
-      whole &= s == dim;
-    }
-    if (whole) {
+    if (!x.valid()) return InvalidInputError(0);
+    TDF_ASSIGN_OR_RETURN(const kernels::SliceGeometry g,
+                         kernels::CheckSlice("Slice", "the input", x.shape(), begin_, size_));
+    if (g.slice == x.shape()) {  // the whole of x
       ctx.set_output(0, x);
       return absl::OkStatus();
     }
-    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), out_shape));
-    if (out.num_elements() > 0) StridedCopy(x, in_strides, base, out);
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), g.slice));
+    if (out.num_elements() > 0) StridedCopy(x, g.strides, g.base, out);
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
   }
@@ -315,7 +258,7 @@ class GatherKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
     const Tensor& params = ctx.input(0);
     const Tensor& indices = ctx.input(1);
-    if (!params.valid()) return InvalidInput(0);
+    if (!params.valid()) return InvalidInputError(0);
     if (params.rank() == 0) return absl::InvalidArgumentError("Gather: params must have rank >= 1, got a scalar");
     TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
     if (indices.dtype() == DType::kInt64) return Gather<int64_t>(ctx, params, indices, axis);
@@ -383,51 +326,26 @@ class ConcatGradKernel final : public OpKernel {
   }
 
   absl::Status Compute(KernelContext& ctx) override {
-    const int n = ctx.num_inputs() - 1;
-    if (n < 1) return kernels::MinArityError(2, ctx.num_inputs());
-    // One output per x_k, as the schema gives the node: never write past them.
-    if (ctx.num_outputs() != n)
-      return absl::InvalidArgumentError(
-          absl::StrCat("ConcatGrad: ", n, " parts to split need ", n, " outputs, the node has ", ctx.num_outputs()));
+    TDF_RETURN_IF_ERROR(kernels::CheckConcatGradArity(ctx));
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
+    TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcatGrad(ctx, axis_));
+    const int n = ctx.num_inputs() - 1;
     const Tensor& dy = ctx.input(0);
-    if (!dy.valid()) return InvalidInput(0);
-    const int rank = dy.rank();
-    if (rank == 0) return absl::InvalidArgumentError("ConcatGrad: dy must have rank >= 1, got a scalar");
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, rank));
-    int64_t axis_total = 0;
-    for (int i = 1; i <= n; ++i) {
-      const Tensor& x = ctx.input(i);
-      if (!x.valid()) return InvalidInput(i);
-      bool ok = x.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || x.shape().dim(d) == dy.shape().dim(d);
-      if (!ok)
-        return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": dy has shape ",
-                                                       dy.shape().DebugString(), ", input ", i, " has shape ",
-                                                       x.shape().DebugString()));
-      axis_total += x.shape().dim(axis);
-    }
-    if (axis_total != dy.shape().dim(axis))
-      return absl::InvalidArgumentError(absl::StrCat("ConcatGrad along axis ", axis, ": the inputs add up to ",
-                                                     axis_total, " but dy has shape ", dy.shape().DebugString()));
     if (n == 1) {
       ctx.set_output(0, dy);
       return absl::OkStatus();
     }
     const size_t elem = DTypeSize(dy.dtype());
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= dy.shape().dim(d);
-    for (int d = axis + 1; d < rank; ++d) inner *= dy.shape().dim(d);
     const char* src = static_cast<const char*>(dy.raw_data());
-    const size_t dy_row = static_cast<size_t>(axis_total * inner) * elem;
+    const size_t dy_row = static_cast<size_t>(g.axis_total * g.inner) * elem;
     size_t col = 0;
     for (int i = 1; i <= n; ++i) {
       const Tensor& x = ctx.input(i);
       TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(dy.dtype(), x.shape()));
-      const size_t row = static_cast<size_t>(x.shape().dim(axis) * inner) * elem;
+      const size_t row = static_cast<size_t>(x.shape().dim(g.axis) * g.inner) * elem;
       char* dst = static_cast<char*>(out.raw_mutable_data());
       if (row > 0)
-        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * dy_row + col, row);
+        for (int64_t o = 0; o < g.outer; ++o) std::memcpy(dst + o * row, src + o * dy_row + col, row);
       col += row;
       ctx.set_output(i - 1, std::move(out));
     }
@@ -445,46 +363,18 @@ class SliceGradKernel final : public OpKernel {
       : begin_(std::move(begin)), size_(std::move(size)) {}
 
   static absl::StatusOr<std::unique_ptr<OpKernel>> Create(const NodeDef& node) {
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> begin, node.GetIntList("begin"));
-    TDF_ASSIGN_OR_RETURN(std::vector<int64_t> size, node.GetIntList("size"));
-    if (begin.size() != size.size())
-      return absl::InvalidArgumentError(
-          absl::StrCat("SliceGrad: begin has ", begin.size(), " entries but size has ", size.size()));
-    return std::unique_ptr<OpKernel>(std::make_unique<SliceGradKernel>(std::move(begin), std::move(size)));
+    TDF_ASSIGN_OR_RETURN(kernels::SliceAttrs attrs, kernels::GetSliceAttrs(node, "SliceGrad"));
+    return std::unique_ptr<OpKernel>(std::make_unique<SliceGradKernel>(std::move(attrs.begin), std::move(attrs.size)));
   }
 
   absl::Status Compute(KernelContext& ctx) override {
     TDF_RETURN_IF_ERROR(CheckInputs(ctx, 2));
     const Tensor& x = ctx.input(0);
     const Tensor& dy = ctx.input(1);
-    if (!x.valid()) return InvalidInput(0);
-    if (!dy.valid()) return InvalidInput(1);
-    const int rank = x.rank();
-    if (static_cast<int>(begin_.size()) != rank)
-      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: begin/size have ", begin_.size(),
-                                                     " entries but x has rank ", rank, " (shape ",
-                                                     x.shape().DebugString(), ")"));
-    const Dims strides = kernels::RowMajorStrides(x.shape());
-    Shape slice;
-    int64_t base = 0;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t dim = x.shape().dim(d);
-      const int64_t b = begin_[d];
-      // dim - b only once b is known to be in [0, dim]: begin comes from an
-      // attr and may be INT64_MIN.
-      const bool begin_ok = b >= 0 && b <= dim;
-      const int64_t s = !begin_ok ? 0 : size_[d] == -1 ? dim - b : size_[d];
-      if (!begin_ok || s < 0 || s > dim - b)
-        return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dim ", d, " of shape ", x.shape().DebugString(),
-                                                       ": begin ", b, ", size ", size_[d], " is out of bounds"));
-      slice.AddDim(s);
-      base += b * strides[d];
-    }
-    if (dy.shape() != slice || dy.dtype() != x.dtype())
-      return absl::InvalidArgumentError(absl::StrCat("SliceGrad: dy is ", DTypeName(dy.dtype()), " ",
-                                                     dy.shape().DebugString(), ", the slice of x is ",
-                                                     DTypeName(x.dtype()), " ", slice.DebugString()));
-    if (slice == x.shape()) {
+    if (!x.valid()) return InvalidInputError(0);
+    if (!dy.valid()) return InvalidInputError(1);
+    TDF_ASSIGN_OR_RETURN(const kernels::SliceGeometry g, kernels::CheckSliceGrad(x, dy, begin_, size_));
+    if (g.slice == x.shape()) {
       ctx.set_output(0, dy);
       return absl::OkStatus();
     }
@@ -493,9 +383,9 @@ class SliceGradKernel final : public OpKernel {
       DispatchBySize(x.dtype(), [&](auto zero) {
         using U = decltype(zero);
         const U* src = static_cast<const U*>(dy.raw_data());
-        U* dst = static_cast<U*>(out.raw_mutable_data()) + base;
-        std::array<Dims, 1> s = {strides};
-        kernels::ForEachBroadcast<1>(slice, s, [&](int64_t o, int64_t i) { dst[i] = src[o]; });
+        U* dst = static_cast<U*>(out.raw_mutable_data()) + g.base;
+        std::array<Dims, 1> s = {g.strides};
+        kernels::ForEachBroadcast<1>(g.slice, s, [&](int64_t o, int64_t i) { dst[i] = src[o]; });
       });
     }
     ctx.set_output(0, std::move(out));
@@ -523,24 +413,9 @@ class GatherGradKernel final : public OpKernel {
     const Tensor& params = ctx.input(0);
     const Tensor& indices = ctx.input(1);
     const Tensor& dy = ctx.input(2);
-    if (!params.valid()) return InvalidInput(0);
-    if (!dy.valid()) return InvalidInput(2);
-    if (params.rank() == 0) return absl::InvalidArgumentError("GatherGrad: params must have rank >= 1, got a scalar");
-    if (dy.dtype() != params.dtype()) return kernels::DTypeMismatchError(params.dtype(), dy.dtype());
-    TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
-    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
-      return absl::InvalidArgumentError(
-          absl::StrCat("GatherGrad: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
-    // dy must have Gather's output shape.
-    const Shape& ps = params.shape();
-    Shape want;
-    for (int d = 0; d < axis; ++d) want.AddDim(ps.dim(d));
-    for (int64_t d : indices.shape().dims()) want.AddDim(d);
-    for (int d = axis + 1; d < ps.rank(); ++d) want.AddDim(ps.dim(d));
-    if (dy.shape() != want)
-      return absl::InvalidArgumentError(absl::StrCat("GatherGrad: dy has shape ", dy.shape().DebugString(),
-                                                     ", Gather of params ", ps.DebugString(), " by indices ",
-                                                     indices.shape().DebugString(), " gives ", want.DebugString()));
+    if (!params.valid()) return InvalidInputError(0);
+    if (!dy.valid()) return InvalidInputError(2);
+    TDF_ASSIGN_OR_RETURN(const int axis, kernels::CheckGatherGrad(params, indices, dy, axis_));
     absl::Status status = absl::OkStatus();
     switch (params.dtype()) {
       case DType::kFloat32: status = Dispatch<float>(ctx, params, indices, dy, axis); break;
@@ -607,7 +482,7 @@ class BroadcastToKernel final : public OpKernel {
       return absl::OkStatus();
     }
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
-    if (!x.valid()) return InvalidInput(0);
+    if (!x.valid()) return InvalidInputError(0);
     const Shape& target = like.shape();
     if (x.shape() == target) {
       ctx.set_output(0, x);

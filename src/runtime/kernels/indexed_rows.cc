@@ -8,7 +8,6 @@
 // their only readers. A sum of more than R rows is compacted to one row per
 // distinct index, so its size stays bounded however deep the recursion goes.
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -35,25 +34,14 @@ void EncodeIndex(int64_t index, T* row) {
   std::memcpy(row, &i, sizeof(i));
 }
 
-// P's rows R and the size D of one row; checks that P is a float table whose
-// row indices fit the encoding.
-absl::Status CheckTable(const Tensor& like, const char* op, int64_t* rows, int64_t* row_size) {
-  if (!IsFloating(like.dtype())) return kernels::UnsupportedDTypeError(op, like.dtype());
-  if (like.rank() < 1) return absl::InvalidArgumentError(absl::StrCat(op, ": the table must have rank >= 1, got a scalar"));
-  *rows = like.shape().dim(0);
-  *row_size = 1;
-  for (int d = 1; d < like.rank(); ++d) *row_size *= like.shape().dim(d);
-  if (like.dtype() == DType::kFloat32 && *rows > std::numeric_limits<int32_t>::max())
-    return absl::InvalidArgumentError(absl::StrCat(op, ": a float32 table of more than 2^31 rows"));
-  return absl::OkStatus();
-}
+// The table P and the shapes of the rows are checked by kernel_util.h's
+// CheckIndexedRows* (shared with the CUDA kernels, src/cuda/row_kernels.cu);
+// the indices, which the CUDA kernels check on the device, here.
 
 // Checks that `t` is [m, 1 + D] of the table's dtype with indices in [0, R).
 template <typename T>
 absl::Status CheckRowsOf(const Tensor& t, int64_t R, int64_t D, const char* op, int input) {
-  if (t.rank() != 2 || t.shape().dim(1) != 1 + D)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": input ", input, " must be indexed rows [m, ", 1 + D,
-                                                   "], got ", t.shape().DebugString()));
+  TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsShape(t, D, op, input));
   const T* p = t.data<T>();
   for (int64_t r = 0; r < t.shape().dim(0); ++r, p += 1 + D) {
     const int64_t i = DecodeIndex(p);
@@ -93,18 +81,7 @@ class IndexedRowsKernel final : public OpKernel {
     const Tensor& indices = ctx.input(1);
     const Tensor& dy = ctx.input(2);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRows", &R, &D));
-    if (indices.dtype() != DType::kInt64 && indices.dtype() != DType::kInt32)
-      return absl::InvalidArgumentError(
-          absl::StrCat("IndexedRows: indices must be int32 or int64, got ", DTypeName(indices.dtype())));
-    if (dy.dtype() != like.dtype()) return kernels::DTypeMismatchError(like.dtype(), dy.dtype());
-    Shape want = indices.shape();
-    for (int d = 1; d < like.rank(); ++d) want.AddDim(like.shape().dim(d));
-    if (dy.shape() != want)
-      return absl::InvalidArgumentError(absl::StrCat("IndexedRows: dy has shape ", dy.shape().DebugString(),
-                                                     ", Gather of a table ", like.shape().DebugString(),
-                                                     " by indices ", indices.shape().DebugString(), " gives ",
-                                                     want.DebugString()));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRows(like, indices, dy, &R, &D));
     const int64_t count = indices.num_elements();
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), Shape({count, 1 + D})));
     absl::Status s = like.dtype() == DType::kFloat32 ? Fill<float>(indices, dy, R, D, out)
@@ -147,7 +124,7 @@ class IndexedRowsConcatKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
     const Tensor& like = ctx.input(0);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsConcat", &R, &D));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsTable(like, "IndexedRowsConcat", &R, &D));
     absl::InlinedVector<const Tensor*, 4> pieces;
     int64_t m = 0;
     for (int i = 1; i < n; ++i) {
@@ -213,7 +190,7 @@ class IndexedRowsSumKernel final : public OpKernel {
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsSum", &R, &D));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsTable(like, "IndexedRowsSum", &R, &D));
     if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(like.dtype(), like.shape()));
     const Tensor* pieces[] = {&rows};
@@ -247,7 +224,7 @@ class IndexedRowsSplitKernel final : public OpKernel {
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
     int64_t R = 0, D = 0;
-    TDF_RETURN_IF_ERROR(CheckTable(like, "IndexedRowsSplit", &R, &D));
+    TDF_RETURN_IF_ERROR(kernels::CheckIndexedRowsTable(like, "IndexedRowsSplit", &R, &D));
     if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
     absl::Status s = like.dtype() == DType::kFloat32 ? CheckRowsOf<float>(rows, R, D, "IndexedRowsSplit", 0)
                                                       : CheckRowsOf<double>(rows, R, D, "IndexedRowsSplit", 0);

@@ -1,8 +1,11 @@
-// Internal helpers shared by the CPU kernel files (src/runtime/kernels/*.cc).
+// Internal helpers shared by the CPU kernel files (src/runtime/kernels/*.cc),
+// some of them (axes, strides, the input checks) also by their CUDA twins
+// (src/cuda/*.cu): nothing here names a CUDA type.
 //
 // Everything here is either trivially inlinable (used on the scalar fast
-// paths, which the executor runs billions of times) or an out-of-line error
-// builder (cold: only runs when a kernel fails).
+// paths, which the executor runs billions of times), an out-of-line error
+// builder (cold: only runs when a kernel fails) or an out-of-line check of
+// a kernel's input shapes (once per firing, on the slow paths).
 #ifndef TDF_RUNTIME_KERNELS_KERNEL_UTIL_H_
 #define TDF_RUNTIME_KERNELS_KERNEL_UTIL_H_
 
@@ -92,6 +95,17 @@ inline absl::Status CheckInputs(const KernelContext& ctx, int want) {
   return CheckCpuInputs(ctx);
 }
 
+// Calls fn(U{}) with an unsigned integer type as wide as one element of
+// `dtype` (1, 4 or 8 bytes), for kernels that only move elements.
+template <typename Fn>
+void DispatchBySize(DType dtype, Fn&& fn) {
+  switch (DTypeSize(dtype)) {
+    case 1: fn(uint8_t{}); break;
+    case 4: fn(uint32_t{}); break;
+    default: fn(uint64_t{}); break;
+  }
+}
+
 // Normalizes a possibly negative axis into [0, rank).
 inline absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) return AxisError(axis, rank);
@@ -147,6 +161,98 @@ void ForEachBroadcast(const Shape& out, const std::array<Dims, N>& strides, Fn&&
 
 // Row-major element strides of `shape`.
 Dims RowMajorStrides(const Shape& shape);
+
+// ---- Input checks shared by a CPU kernel and its CUDA twin ----
+//
+// Defined in kernel_util.cc. Each returns the first error in the order the
+// CPU kernel has always checked, with its message and code, so the two
+// kernels fail alike. They read dtypes and shapes only, never tensor data
+// (a CUDA kernel's inputs live on the device): checks that read data, such
+// as index ranges, stay in the kernels. The kernel checks its arity and
+// where its inputs are first (CheckInputs on the CPU, CheckArity and
+// CheckDeviceInputs on CUDA; ConcatGrad's arity is CheckConcatGradArity).
+
+// "input i is an invalid (empty) tensor".
+absl::Status InvalidInputError(int input);
+
+// Concat and ConcatGrad: the parts along `axis` (normalized), their total
+// size along it, and the products of the dims before (outer) and after
+// (inner) it. These wrap rather than overflow: a product of some dims can
+// only overflow when another dim is 0, and then there is nothing to copy.
+struct ConcatGeometry {
+  int axis;
+  int64_t axis_total;
+  int64_t outer, inner;
+};
+// Concat(x_0, ..., x_{n-1}): inputs 0..n-1 of ctx (n >= 1) of one dtype and
+// rank >= 1, equal but along `axis`.
+absl::StatusOr<ConcatGeometry> CheckConcat(const KernelContext& ctx, int64_t axis);
+// ConcatGrad(dy, x_0, ..., x_{n-1}): at least one part and one output per
+// part.
+absl::Status CheckConcatGradArity(const KernelContext& ctx);
+// ConcatGrad's shapes: dy of rank >= 1; each x_k (which gives only its
+// shape) of dy's shape but along `axis`, the x_k adding up to dy's dim there.
+absl::StatusOr<ConcatGeometry> CheckConcatGrad(const KernelContext& ctx, int64_t axis);
+
+// Slice and SliceGrad: the slice's shape, the row-major offset of its first
+// element in x, and x's row-major strides.
+struct SliceGeometry {
+  Shape slice;
+  int64_t base = 0;
+  Dims strides;
+};
+// The attrs of `op` (Slice, SliceGrad): begin and size, of one length.
+struct SliceAttrs {
+  std::vector<int64_t> begin, size;
+};
+absl::StatusOr<SliceAttrs> GetSliceAttrs(const NodeDef& node, const char* op);
+// The slice of `x` at `begin` of `size` (a size of -1: to the end of the
+// dim). `what` names x in the rank message ("the input", "x").
+absl::StatusOr<SliceGeometry> CheckSlice(const char* op, const char* what, const Shape& x,
+                                         absl::Span<const int64_t> begin, absl::Span<const int64_t> size);
+// SliceGrad(x, dy): the slice of x, and dy of its shape and of x's dtype.
+absl::StatusOr<SliceGeometry> CheckSliceGrad(const Tensor& x, const Tensor& dy, absl::Span<const int64_t> begin,
+                                             absl::Span<const int64_t> size);
+
+// GatherGrad(params, indices, dy): params (which gives only its shape) of
+// rank >= 1 and dy's dtype, int32 or int64 indices, dy of Gather(params,
+// indices)'s shape. Returns `axis`, normalized.
+absl::StatusOr<int> CheckGatherGrad(const Tensor& params, const Tensor& indices, const Tensor& dy, int64_t axis);
+
+// MatMul(a, b) and MatMulAdd(a, b, ...): the product is [m, n], k deep.
+struct MatMulGeometry {
+  int64_t m, k, n;
+};
+// a and b: one floating dtype, rank 2, equal inner dims.
+absl::StatusOr<MatMulGeometry> CheckMatMul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                                           const char* op);
+// MatMulAdd's addends (inputs 2.. of ctx): each of `dtype` and `shape`.
+absl::Status CheckMatMulAddends(const KernelContext& ctx, DType dtype, const Shape& shape);
+
+// Indexed rows (indexed_rows.cc): a table P [R, ...] and rows [m, 1 + D].
+// P's rows R and the size D of one row; checks that P is a float table
+// whose row indices fit the encoding (int32 bits in a float32).
+absl::Status CheckIndexedRowsTable(const Tensor& like, const char* op, int64_t* rows, int64_t* row_size);
+// Input `input` of `op`, t, is [m, 1 + D] (its indices are not read).
+absl::Status CheckIndexedRowsShape(const Tensor& t, int64_t row_size, const char* op, int input);
+// IndexedRows(P, indices, dy): P's table checks, int32 or int64 indices, dy
+// of P's dtype and Gather(P, indices)'s shape.
+absl::Status CheckIndexedRows(const Tensor& like, const Tensor& indices, const Tensor& dy, int64_t* rows,
+                              int64_t* row_size);
+
+// Outer-product rows (matmul.cc): a weight W [K, N] and rows [m, K + N].
+// `like` is a rank-2 [K, N] of a floating dtype.
+absl::Status CheckOuterRowsWeight(const Tensor& like, const char* op);
+// ... and `rows` is [m, K + N] of the same dtype.
+absl::Status CheckOuterRows(const Tensor& rows, const Tensor& like, const char* op);
+// OuterRowsConcat(W, rows_0, ..., rows_{n-1}), n >= 0: the non-empty rows
+// inputs, m rows in all, and cap = min(K, N), the most rows a sum keeps.
+struct OuterRowsConcatGeometry {
+  absl::InlinedVector<const Tensor*, 4> pieces;
+  int64_t m = 0;
+  int64_t K = 0, N = 0, cap = 0;
+};
+absl::StatusOr<OuterRowsConcatGeometry> CheckOuterRowsConcat(const KernelContext& ctx);
 
 // ---- Zeros ----
 

@@ -14,30 +14,6 @@
 namespace tdf {
 namespace {
 
-struct Dims3 {
-  int64_t m, k, n;
-};
-
-// Checks a and b of MatMul(a, b) (dtypes, ranks, inner dims) and returns the
-// product's m x n and the depth k.
-absl::StatusOr<Dims3> CheckOperands(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
-                                    const char* op) {
-  if (a.dtype() != b.dtype()) return kernels::DTypeMismatchError(a.dtype(), b.dtype());
-  if (!IsFloating(a.dtype())) return kernels::UnsupportedDTypeError(op, a.dtype());
-  if (a.rank() != 2 || b.rank() != 2)
-    return absl::InvalidArgumentError(absl::StrCat(op, " needs rank-2 operands, got ", a.shape().DebugString(),
-                                                   " and ", b.shape().DebugString()));
-  const int64_t m = a.shape().dim(transpose_a ? 1 : 0);
-  const int64_t k = a.shape().dim(transpose_a ? 0 : 1);
-  const int64_t kb = b.shape().dim(transpose_b ? 1 : 0);
-  const int64_t n = b.shape().dim(transpose_b ? 0 : 1);
-  if (k != kb)
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, " inner dimensions differ: ", a.shape().DebugString(), transpose_a ? " (transposed)" : "", " x ",
-        b.shape().DebugString(), transpose_b ? " (transposed)" : "", ": ", k, " vs ", kb));
-  return Dims3{m, k, n};
-}
-
 // out = op(a) · op(b) + the addends (each [m, n]; none for a plain MatMul).
 template <typename T>
 void MultiplyAdd(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
@@ -135,19 +111,12 @@ class MatMulKernel final : public OpKernel {
     }
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    TDF_ASSIGN_OR_RETURN(Dims3 d, CheckOperands(a, b, transpose_a_, transpose_b_, op));
+    TDF_ASSIGN_OR_RETURN(const kernels::MatMulGeometry d, kernels::CheckMatMul(a, b, transpose_a_, transpose_b_, op));
     const Shape shape({d.m, d.n});
+    TDF_RETURN_IF_ERROR(kernels::CheckMatMulAddends(ctx, a.dtype(), shape));
     absl::InlinedVector<const Tensor*, 4> addends;
     for (int i = 2; i < ctx.num_inputs(); ++i) {
-      const Tensor& t = ctx.input(i);
-      if (t.dtype() != a.dtype())
-        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " is ", DTypeName(t.dtype()),
-                                                       ", the operands are ", DTypeName(a.dtype())));
-      if (t.shape() != shape)
-        return absl::InvalidArgumentError(absl::StrCat("MatMulAdd: addend ", i - 2, " has shape ",
-                                                       t.shape().DebugString(), ", the product has shape ",
-                                                       shape.DebugString()));
-      if (!kernels::IsSharedZeros(t)) addends.push_back(&t);
+      if (!kernels::IsSharedZeros(ctx.input(i))) addends.push_back(&ctx.input(i));
     }
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(a.dtype(), shape));
     if (a.dtype() == DType::kFloat32) {
@@ -175,25 +144,9 @@ class MatMulKernel final : public OpKernel {
 // against unit vectors), so its size stays bounded however deep the
 // recursion goes.
 
-// Checks that `like` is a rank-2 [K, N] of a floating dtype and that `rows`
-// is [m, K + N] of the same dtype.
-absl::Status CheckWeight(const Tensor& like, const char* op) {
-  if (!IsFloating(like.dtype())) return kernels::UnsupportedDTypeError(op, like.dtype());
-  if (like.rank() != 2)
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": the weight must have rank 2, got ", like.shape().DebugString()));
-  return absl::OkStatus();
-}
-absl::Status CheckOuterRows(const Tensor& rows, const Tensor& like, const char* op) {
-  TDF_RETURN_IF_ERROR(CheckWeight(like, op));
-  if (rows.dtype() != like.dtype()) return kernels::DTypeMismatchError(rows.dtype(), like.dtype());
-  const int64_t width = like.shape().dim(0) + like.shape().dim(1);
-  if (rows.rank() != 2 || rows.shape().dim(1) != width)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": outer-product rows for a weight of shape ",
-                                                   like.shape().DebugString(), " must be [m, ", width,
-                                                   "], got ", rows.shape().DebugString()));
-  return absl::OkStatus();
-}
+// The weight [K, N] and rows [m, K + N] are checked by
+// kernels::CheckOuterRowsWeight and kernels::CheckOuterRows (kernel_util.h),
+// which the CUDA kernels (src/cuda/row_kernels.cu) share.
 
 // dense [K, N] = sum over the pieces' rows of x^T g (dense overwritten).
 template <typename T>
@@ -231,17 +184,9 @@ class OuterRowsConcatKernel final : public OpKernel {
     if (n < 1) return kernels::MinArityError(1, n);
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
     const Tensor& like = ctx.input(0);
-    TDF_RETURN_IF_ERROR(CheckWeight(like, "OuterRowsConcat"));
-    absl::InlinedVector<const Tensor*, 4> pieces;
-    int64_t m = 0;
-    for (int i = 1; i < n; ++i) {
-      const Tensor& t = ctx.input(i);
-      TDF_RETURN_IF_ERROR(CheckOuterRows(t, like, "OuterRowsConcat"));
-      m += t.shape().dim(0);
-      if (t.shape().dim(0) > 0) pieces.push_back(&t);
-    }
-    const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
-    const int64_t cap = std::min(K, N);
+    TDF_ASSIGN_OR_RETURN(const kernels::OuterRowsConcatGeometry g, kernels::CheckOuterRowsConcat(ctx));
+    const auto& pieces = g.pieces;
+    const int64_t m = g.m, K = g.K, N = g.N, cap = g.cap;
     if (pieces.size() == 1 && m <= cap) {
       ctx.set_output(0, *pieces[0]);  // one non-empty sum: shared, not copied
       return absl::OkStatus();
@@ -294,7 +239,7 @@ class OuterRowsSumKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(kernels::CheckInputs(ctx, 2));
     const Tensor& rows = ctx.input(0);
     const Tensor& like = ctx.input(1);
-    TDF_RETURN_IF_ERROR(CheckOuterRows(rows, like, "OuterRowsSum"));
+    TDF_RETURN_IF_ERROR(kernels::CheckOuterRows(rows, like, "OuterRowsSum"));
     const int64_t K = like.shape().dim(0), N = like.shape().dim(1);
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), like.shape()));
     const Tensor* pieces[] = {&rows};
