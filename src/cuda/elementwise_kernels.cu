@@ -480,6 +480,65 @@ __global__ void AccumulateKernel(T* acc, const T* a, const T* b, int64_t n) {
     acc[i] = WrapAdd(a[i], b[i]);
 }
 
+// Select(cond, x, y) with broadcasting among the three. Unlike the CPU
+// kernel, a single condition is not read on the host to forward a branch
+// (that would wait for the device): the kernel always runs.
+template <typename T>
+__global__ void SelectKernelImpl(const bool* c, const T* x, const T* y, T* out, int64_t n, Strides sc, Strides sx,
+                                 Strides sy) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rest = i, ic = 0, ix = 0, iy = 0;
+    for (int d = sc.rank - 1; d >= 0; --d) {
+      const int64_t idx = rest % sc.dims[d];
+      rest /= sc.dims[d];
+      ic += idx * sc.stride[d];
+      ix += idx * sx.stride[d];
+      iy += idx * sy.stride[d];
+    }
+    out[i] = c[ic] ? x[ix] : y[iy];
+  }
+}
+
+class SelectKernel final : public OpKernel {
+ public:
+  explicit SelectKernel(Device device) : device_(device) {}
+
+  absl::Status Compute(KernelContext& ctx) override {
+    TDF_RETURN_IF_ERROR(CheckArity(ctx, 3));
+    TDF_RETURN_IF_ERROR(CheckDeviceInputs(ctx, device_));
+    const Tensor& c = ctx.input(0);
+    const Tensor& x = ctx.input(1);
+    const Tensor& y = ctx.input(2);
+    TDF_RETURN_IF_ERROR(c.CheckDType(DType::kBool, "Select condition"));
+    if (x.dtype() != y.dtype())
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype mismatch: x is ", DTypeName(x.dtype()), ", y is ", DTypeName(y.dtype())));
+    const Shape* shapes[] = {&c.shape(), &x.shape(), &y.shape()};
+    TDF_ASSIGN_OR_RETURN(Shape so, kernels::BroadcastShapes(shapes));
+    if (so.rank() > kMaxRank) return RankTooHigh("Select", so.rank());
+    TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+    TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(x.dtype(), so, device_));
+    const int64_t n = out.num_elements();
+    if (n > 0) {
+      const Strides sc = MakeStrides(so, kernels::BroadcastStrides(c.shape(), so));
+      const Strides sx = MakeStrides(so, kernels::BroadcastStrides(x.shape(), so));
+      const Strides sy = MakeStrides(so, kernels::BroadcastStrides(y.shape(), so));
+      DispatchDType(x.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        SelectKernelImpl<T><<<GridFor(n), 256, 0, launch.stream>>>(c.data<bool>(), x.data<T>(), y.data<T>(),
+                                                                   out.mutable_data<T>(), n, sc, sx, sy);
+      });
+      TDF_CUDA_RETURN_IF_LAUNCH_FAILED("SelectKernel");
+    }
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+
+ private:
+  const Device device_;
+};
+
 class AddNKernel final : public OpKernel {
  public:
   explicit AddNKernel(Device device) : device_(device) {}
@@ -650,6 +709,7 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r) {
 
   RegisterCuda<CastKernel>(r, "Cast");
   RegisterCudaSimple<AddNKernel>(r, "AddN");
+  RegisterCudaSimple<SelectKernel>(r, "Select");
   RegisterCuda<ConstKernel>(r, "Const");
   RegisterCudaSimple<IdentityKernel>(r, "Identity");
   RegisterCudaSimple<FillLikeKernel<false>>(r, "ZerosLike");

@@ -212,7 +212,6 @@ class StateKernel final : public OpKernel {
       return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: variable '", var.name, "' is ",
                                                      DTypeName(var.dtype), ", updates are ",
                                                      DTypeName(updates.dtype())));
-
     if (!var.value.valid() || var.value.rank() == 0)
       return absl::InvalidArgumentError(
           absl::StrCat("ScatterAdd: variable '", var.name, "' must have rank >= 1, has shape ",

@@ -29,7 +29,7 @@ const absl::flat_hash_set<std::string>& GpuOps() {
       "Add", "Sub", "Mul", "Div", "Mod", "Maximum", "Minimum", "Pow", "TanhGrad", "SigmoidGrad", "ReluGrad",
       "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
       "Neg", "Abs", "Square", "Sign", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "Sqrt", "Rsqrt", "Reciprocal",
-      "LogicalNot", "Cast", "AddN", "Const", "Identity", "ZerosLike", "OnesLike",
+      "LogicalNot", "Cast", "AddN", "Select", "Const", "Identity", "ZerosLike", "OnesLike",
       "Sum", "Mean", "Max", "SumToShapeOf", "Softmax", "SoftmaxCrossEntropy",
       "Reshape", "ReshapeLike", "Transpose", "Concat", "Slice", "Gather", "BroadcastTo", "MatMul",
       "ConcatGrad", "SliceGrad", "GatherGrad", "MatMulAdd",

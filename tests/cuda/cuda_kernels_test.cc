@@ -72,6 +72,29 @@ TEST(CudaKernels, LogicalOps) {
   ExpectSame("Equal", {a, b});
 }
 
+// Select (the gradient of Maximum and Minimum) with broadcasting among the
+// condition and both branches.
+TEST(CudaKernels, SelectWithBroadcasting) {
+  TDF_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kBool}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Tensor x = Random(dtype, Shape({4, 3}), -9, 9, 1);
+    const Tensor y = Random(dtype, Shape({4, 3}), -9, 9, 2);
+    ExpectSame("Select", {Random(DType::kBool, Shape({4, 3}), 0, 1, 3), x, y});
+    ExpectSame("Select", {Random(DType::kBool, Shape({4, 1}), 0, 1, 4), x, Random(dtype, Shape({3}), -9, 9, 5)});
+    ExpectSame("Select", {Random(DType::kBool, Shape({2, 1, 1}), 0, 1, 6), Random(dtype, Shape({1, 3}), -9, 9, 7), y});
+    // One condition: the CPU forwards a branch, the GPU computes it.
+    ExpectSame("Select", {Tensor::Scalar<bool>(true), x, y});
+    ExpectSame("Select", {Tensor::Scalar<bool>(false), x, y});
+    ExpectSame("Select", {Random(DType::kBool, Shape({0, 3}), 0, 1, 8), Random(dtype, Shape({0, 3})),
+                          Random(dtype, Shape({3}))});
+  }
+  const Tensor f = Random(DType::kFloat32, Shape({2, 3}));
+  ExpectSame("Select", {Random(DType::kFloat32, Shape({2, 3})), f, f});                     // condition not bool
+  ExpectSame("Select", {Random(DType::kBool, Shape({2, 3}), 0, 1), f, Random(DType::kFloat64, Shape({2, 3}))});
+  ExpectSame("Select", {Random(DType::kBool, Shape({2, 3}), 0, 1), f, Random(DType::kFloat32, Shape({4}))});
+}
+
 TEST(CudaKernels, IntegerDivisionByZeroIsReportedAtSynchronize) {
   TDF_SKIP_WITHOUT_GPU();
   absl::StatusOr<std::vector<Tensor>> out =
