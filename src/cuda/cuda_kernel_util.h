@@ -113,6 +113,13 @@ void RegisterCudaSimple(KernelRegistry& registry, const std::string& op) {
   });
 }
 
+// out [m, n] = op(a) op(b), or out += op(a) op(b) with `accumulate`, for
+// float32/float64 operands already checked (m, n, k > 0, each < 2^31):
+// one plain kernel for small products, cuBLAS otherwise. Used by MatMul and
+// MatMulAdd (matmul_kernels.cu).
+absl::Status GemmInto(const Launch& launch, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                      bool accumulate, Tensor& out);
+
 // Per-file registration hooks (called from RegisterCudaKernels).
 void RegisterCudaElementwiseKernels(KernelRegistry& registry);
 void RegisterCudaReductionKernels(KernelRegistry& registry);

@@ -387,39 +387,8 @@ class MatMulAddKernel final : public OpKernel {
       }
       // ... plus the product (beta 1 accumulates onto the addends; beta 0
       // never reads out's uninitialized contents). k == 0 is an empty sum.
-      if (UseSmallGemm(m, n, k)) {
-        const bool accumulate = num_addends > 0;
-        if (a.dtype() == DType::kFloat32) {
-          TDF_RETURN_IF_ERROR(LaunchSmallGemm<float>(a.data<float>(), b.data<float>(), out.mutable_data<float>(), m, n,
-                                                     k, transpose_a_, transpose_b_, a.shape().dim(1),
-                                                     b.shape().dim(1), accumulate, launch.stream));
-        } else {
-          TDF_RETURN_IF_ERROR(LaunchSmallGemm<double>(a.data<double>(), b.data<double>(), out.mutable_data<double>(),
-                                                      m, n, k, transpose_a_, transpose_b_, a.shape().dim(1),
-                                                      b.shape().dim(1), accumulate, launch.stream));
-        }
-      } else if (k > 0) {
-        cublasHandle_t handle = launch.device->cublas();
-        const CublasFunctions& blas = launch.device->blas();
-        TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));
-        const cublasOperation_t op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-        const cublasOperation_t op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-        // Leading dims: the row length of each row-major buffer.
-        const int lda = static_cast<int>(std::max<int64_t>(1, a.shape().dim(1)));
-        const int ldb = static_cast<int>(std::max<int64_t>(1, b.shape().dim(1)));
-        const int ldc = static_cast<int>(n);
-        if (a.dtype() == DType::kFloat32) {
-          const float one = 1.0f, beta = num_addends > 0 ? 1.0f : 0.0f;
-          TDF_CUBLAS_RETURN_IF_ERROR(blas.sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
-                                                lda, &beta, out.mutable_data<float>(), ldc));
-        } else {
-          const double one = 1.0, beta = num_addends > 0 ? 1.0 : 0.0;
-          TDF_CUBLAS_RETURN_IF_ERROR(blas.dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                static_cast<int>(k), &one, b.data<double>(), ldb,
-                                                a.data<double>(), lda, &beta, out.mutable_data<double>(), ldc));
-        }
-      }
+      if (k > 0)
+        TDF_RETURN_IF_ERROR(GemmInto(launch, a, b, transpose_a_, transpose_b_, /*accumulate=*/num_addends > 0, out));
     }
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();

@@ -43,39 +43,8 @@ class MatMulKernel final : public OpKernel {
       if (k == 0) {
         // An empty sum; cuBLAS would not touch C.
         TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
-      } else if (UseSmallGemm(m, n, k)) {
-        // A recursive network node's product: one plain kernel launches
-        // faster than cuBLAS (small_ops.cuh).
-        if (a.dtype() == DType::kFloat32) {
-          TDF_RETURN_IF_ERROR(LaunchSmallGemm<float>(a.data<float>(), b.data<float>(), out.mutable_data<float>(), m, n,
-                                                     k, transpose_a_, transpose_b_, a.shape().dim(1),
-                                                     b.shape().dim(1), /*accumulate=*/false, launch.stream));
-        } else {
-          TDF_RETURN_IF_ERROR(LaunchSmallGemm<double>(a.data<double>(), b.data<double>(), out.mutable_data<double>(),
-                                                      m, n, k, transpose_a_, transpose_b_, a.shape().dim(1),
-                                                      b.shape().dim(1), /*accumulate=*/false, launch.stream));
-        }
       } else {
-        cublasHandle_t handle = launch.device->cublas();
-        const CublasFunctions& blas = launch.device->blas();
-        TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));
-        const cublasOperation_t op_a = transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-        const cublasOperation_t op_b = transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-        // Leading dims: the row length of each row-major buffer.
-        const int lda = static_cast<int>(std::max<int64_t>(1, a.shape().dim(1)));
-        const int ldb = static_cast<int>(std::max<int64_t>(1, b.shape().dim(1)));
-        const int ldc = static_cast<int>(n);
-        if (a.dtype() == DType::kFloat32) {
-          const float one = 1.0f, zero = 0.0f;
-          TDF_CUBLAS_RETURN_IF_ERROR(blas.sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(),
-                                                lda, &zero, out.mutable_data<float>(), ldc));
-        } else {
-          const double one = 1.0, zero = 0.0;
-          TDF_CUBLAS_RETURN_IF_ERROR(blas.dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                                static_cast<int>(k), &one, b.data<double>(), ldb,
-                                                a.data<double>(), lda, &zero, out.mutable_data<double>(), ldc));
-        }
+        TDF_RETURN_IF_ERROR(GemmInto(launch, a, b, transpose_a_, transpose_b_, /*accumulate=*/false, out));
       }
     }
     ctx.set_output(0, std::move(out));
@@ -89,6 +58,44 @@ class MatMulKernel final : public OpKernel {
 };
 
 }  // namespace
+
+absl::Status GemmInto(const Launch& launch, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                      bool accumulate, Tensor& out) {
+  const int64_t m = out.shape().dim(0), n = out.shape().dim(1);
+  const int64_t k = a.shape().dim(transpose_a ? 0 : 1);
+  if (UseSmallGemm(m, n, k)) {
+    // A recursive network node's product: one plain kernel launches faster
+    // than cuBLAS (small_ops.cuh).
+    if (a.dtype() == DType::kFloat32)
+      return LaunchSmallGemm<float>(a.data<float>(), b.data<float>(), out.mutable_data<float>(), m, n, k, transpose_a,
+                                    transpose_b, a.shape().dim(1), b.shape().dim(1), accumulate, launch.stream);
+    return LaunchSmallGemm<double>(a.data<double>(), b.data<double>(), out.mutable_data<double>(), m, n, k,
+                                   transpose_a, transpose_b, a.shape().dim(1), b.shape().dim(1), accumulate,
+                                   launch.stream);
+  }
+  cublasHandle_t handle = launch.device->cublas();
+  const CublasFunctions& blas = launch.device->blas();
+  TDF_CUBLAS_RETURN_IF_ERROR(blas.set_stream(handle, launch.stream));
+  const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // cuBLAS is column-major: C^T = op(B)^T op(A)^T. Leading dims are the row
+  // length of each row-major buffer.
+  const int lda = static_cast<int>(std::max<int64_t>(1, a.shape().dim(1)));
+  const int ldb = static_cast<int>(std::max<int64_t>(1, b.shape().dim(1)));
+  const int ldc = static_cast<int>(n);
+  if (a.dtype() == DType::kFloat32) {
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    TDF_CUBLAS_RETURN_IF_ERROR(blas.sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                          static_cast<int>(k), &one, b.data<float>(), ldb, a.data<float>(), lda, &beta,
+                                          out.mutable_data<float>(), ldc));
+  } else {
+    const double one = 1.0, beta = accumulate ? 1.0 : 0.0;
+    TDF_CUBLAS_RETURN_IF_ERROR(blas.dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                          static_cast<int>(k), &one, b.data<double>(), ldb, a.data<double>(), lda,
+                                          &beta, out.mutable_data<double>(), ldc));
+  }
+  return absl::OkStatus();
+}
 
 void RegisterCudaMatMulKernels(KernelRegistry& r) { RegisterCuda<MatMulKernel>(r, "MatMul"); }
 
