@@ -205,20 +205,12 @@ void BM_TreeRnnForward_Gpu(benchmark::State& state) {
   TreeRnnLoop(state, true);
 }
 // Args: depth, hidden size, workers.
-BENCHMARK(BM_TreeRnnForward_Cpu)
-    ->Args({6, 64, 1})
-    ->Args({6, 64, 4})
-    ->Args({8, 256, 4})
-    ->Args({6, 1024, 4})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TreeRnnForward_Gpu)
-    ->Args({6, 64, 1})
-    ->Args({6, 64, 4})
-    ->Args({8, 256, 4})
-    ->Args({6, 1024, 4})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+void TreeRnnArgs(benchmark::internal::Benchmark* b) {
+  b->Args({6, 64, 1})->Args({6, 64, 4})->Args({8, 256, 4})->Args({6, 1024, 4});
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_TreeRnnForward_Cpu)->Apply(TreeRnnArgs);
+BENCHMARK(BM_TreeRnnForward_Gpu)->Apply(TreeRnnArgs);
 
 }  // namespace
 }  // namespace tdf
