@@ -283,4 +283,40 @@ TreebankStats Stats(const std::vector<Tree>& trees) {
   return s;
 }
 
+TreeParallelism Parallelism(const Tree& tree, int workers) {
+  TreeParallelism p;
+  const int n = tree.num_nodes();
+  // level[j]: internal nodes from j up to the root, j included. Post-order
+  // puts a parent after its children, so one backward sweep fills it.
+  std::vector<int> level(n, 0), waiting(n, 0), parent(n, -1);
+  for (int j = n - 1; j >= 0; --j) {
+    const TreeNode& node = tree.nodes[j];
+    if (node.is_leaf()) continue;
+    ++p.internal_nodes;
+    level[j] = (parent[j] < 0 ? 0 : level[parent[j]]) + 1;
+    p.span = std::max(p.span, level[j]);
+    for (int child : {node.left, node.right}) {
+      parent[child] = j;
+      if (!tree.nodes[child].is_leaf()) ++waiting[j];
+    }
+  }
+  std::vector<int> ready;
+  for (int j = 0; j < n; ++j)
+    if (!tree.nodes[j].is_leaf() && waiting[j] == 0) ready.push_back(j);
+  int done = 0;
+  while (done < p.internal_nodes) {
+    // The `workers` ready nodes farthest from the root run this step.
+    const int take = std::min<int>(std::max(workers, 1), static_cast<int>(ready.size()));
+    std::partial_sort(ready.begin(), ready.begin() + take, ready.end(),
+                      [&](int a, int b) { return level[a] > level[b]; });
+    std::vector<int> ran(ready.begin(), ready.begin() + take);
+    ready.erase(ready.begin(), ready.begin() + take);
+    for (int j : ran)
+      if (parent[j] >= 0 && --waiting[parent[j]] == 0) ready.push_back(parent[j]);
+    done += take;
+    ++p.best_schedule;
+  }
+  return p;
+}
+
 }  // namespace tdf_treernn

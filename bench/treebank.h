@@ -120,6 +120,20 @@ struct TreebankStats {
 };
 TreebankStats Stats(const std::vector<Tree>& trees);
 
+// How much of a tree's per-node work `workers` workers could overlap, at
+// best: its internal nodes as tasks of equal cost, each after its children
+// (a TreeRNN's forward pass; the backward pass is the same tree reversed, so
+// the same figures). The leaves are left out: the benchmark's models compute
+// every leaf state in one batched product before the tree.
+struct TreeParallelism {
+  int internal_nodes = 0;
+  int span = 0;           // internal nodes on the longest root-to-leaf path
+  int best_schedule = 0;  // steps of an optimal schedule on `workers` workers
+};
+// Hu's highest-level-first list schedule, which is optimal for unit tasks
+// whose precedences form an in-tree (T. C. Hu, Oper. Res. 9(6), 1961).
+TreeParallelism Parallelism(const Tree& tree, int workers);
+
 }  // namespace tdf_treernn
 
 #endif  // TDF_BENCH_TREEBANK_H_

@@ -187,6 +187,7 @@ absl::StatusOr<Compiled> Compile(GraphBuilder& b, const Vars& v, const ModelConf
   options.num_workers = workers;
   options.place_tensor_ops_on_gpu = c.gpu;
   options.fallback_to_cpu = false;
+  options.observer = c.observer;
   TDF_ASSIGN_OR_RETURN(out.session, tdf::Session::Create(g, options));
   return out;
 }

@@ -60,6 +60,9 @@ struct ModelConfig {
   // Place every tensor op with a CUDA kernel on cuda:0 (SessionOptions::
   // place_tensor_ops_on_gpu); without a device, Model::Create fails.
   bool gpu = false;
+  // Sees every firing of the tdf models' sessions (SessionOptions::observer);
+  // not owned. tdf_treernn_bench's ceiling analysis times the loop with it.
+  tdf::ExecutionObserver* observer = nullptr;
 };
 
 // The parameters, each a tensor of the config's dtype, in this order.

@@ -253,5 +253,44 @@ TEST(TreeGenerator, IsDeterministicAndSstLike) {
   EXPECT_GT(words.size(), 1000u);  // Zipf: a long tail of the 3000 words is used
 }
 
+TreeParallelism ParallelismOf(const std::string& text, int workers) {
+  Vocabulary vocab;
+  absl::StatusOr<Tree> tree = ParseTree(text, &vocab);
+  EXPECT_TRUE(tree.ok()) << tree.status();
+  return tree.ok() ? Parallelism(*tree, workers) : TreeParallelism{};
+}
+
+TEST(TreeParallelism, ChainAndBalancedTrees) {
+  // A right-branching chain: nothing to overlap.
+  const std::string chain = "(1 (1 a) (1 (1 b) (1 (1 c) (1 d))))";
+  for (int w : {1, 2, 4}) {
+    const TreeParallelism p = ParallelismOf(chain, w);
+    EXPECT_EQ(p.internal_nodes, 3);
+    EXPECT_EQ(p.span, 3);
+    EXPECT_EQ(p.best_schedule, 3) << w;
+  }
+  // Eight leaves, balanced: 4 + 2 + 1 internal nodes by level.
+  const std::string balanced =
+      "(1 (1 (1 (1 a) (1 b)) (1 (1 c) (1 d))) (1 (1 (1 e) (1 f)) (1 (1 g) (1 h))))";
+  EXPECT_EQ(ParallelismOf(balanced, 1).best_schedule, 7);
+  EXPECT_EQ(ParallelismOf(balanced, 2).best_schedule, 4);
+  EXPECT_EQ(ParallelismOf(balanced, 4).best_schedule, 3);
+  EXPECT_EQ(ParallelismOf(balanced, 4).span, 3);
+  EXPECT_EQ(ParallelismOf("(2 word)", 2).internal_nodes, 0);
+  EXPECT_EQ(ParallelismOf("(2 word)", 2).best_schedule, 0);
+}
+
+TEST(TreeParallelism, LongestPathGoesFirst) {
+  // Left: a chain of three internal nodes; right: a node over two cherries.
+  // Running the two cherries first takes 5 steps on 2 workers; starting the
+  // chain first takes 4, which is optimal (7 nodes, span 4).
+  const std::string tree =
+      "(1 (1 (1 (1 (1 a) (1 b)) (1 c)) (1 d)) (1 (1 (1 e) (1 f)) (1 (1 g) (1 h))))";
+  const TreeParallelism p = ParallelismOf(tree, 2);
+  EXPECT_EQ(p.internal_nodes, 7);
+  EXPECT_EQ(p.span, 4);
+  EXPECT_EQ(p.best_schedule, 4);
+}
+
 }  // namespace
 }  // namespace tdf_treernn
