@@ -600,13 +600,8 @@ void PrintCeiling(const Ceiling& c) {
     const double q = Rate(mode, "iteration", 1, 1) / Rate(mode, "iteration", 1, 2);
     if (!std::isnan(q)) {
       const double r = q - x <= (1 - x) / 2 ? 2.0 : std::clamp((1 - x) / (q - x), 1.0, 2.0);
-      line += absl::StrFormat(";\n             %.2fx at the %.2fx the rest gets in the iteration", CeilingRatio(x, c.s, r), r);
-      // The recursion's own per-node work, y times the iteration's, from
-      // their 1-worker rates (its shared part is the same graph).
-      const double y = (Rate(mode, "iteration", 1, 1) / Rate(mode, "recursion", 1, 1) - (1 - x)) / x;
-      if (std::isfinite(y) && y > 0)
-        line += absl::StrFormat(";\n             %.2fx with that and this recursion's per-node work (%.2fx the iteration's)",
-                                (x + (1 - x) / r) / (x * y / c.s + (1 - x) / r), y);
+      line += absl::StrFormat(";\n             %.2fx at the %.2fx the rest gets in the iteration",
+                              CeilingRatio(x, c.s, r), r);
     }
     std::printf("%s\n", line.c_str());
   }
