@@ -27,6 +27,17 @@
 
 namespace tdf {
 
+// Who runs a kernel, for errors that surface after its Compute returned (a
+// GPU kernel's, found at the next synchronization): the executor's says
+// "node 'x' (Op) at tag [..]".
+class KernelSite {
+ public:
+  virtual std::string Describe() const = 0;
+
+ protected:
+  ~KernelSite() = default;
+};
+
 class KernelContext {
  public:
   KernelContext(const Tensor* const* inputs, int num_inputs, Tensor* outputs, int num_outputs, Device device)
@@ -44,6 +55,11 @@ class KernelContext {
   // Variable storage of the session (for Read/Assign kernels).
   void* session_state() const { return session_state_; }
   void set_session_state(void* s) { session_state_ = s; }
+  // The site's description; "" when the caller set none (a kernel run
+  // outside a Session).
+  std::string DescribeSite() const { return site_ != nullptr ? site_->Describe() : std::string(); }
+  const KernelSite* site() const { return site_; }
+  void set_site(const KernelSite* site) { site_ = site; }
 
  private:
   const Tensor* const* inputs_;
@@ -53,6 +69,7 @@ class KernelContext {
   Device device_;
   void* device_context_ = nullptr;
   void* session_state_ = nullptr;
+  const KernelSite* site_ = nullptr;
 };
 
 class OpKernel {

@@ -275,7 +275,7 @@ class SliceKernel final : public OpKernel {
 };
 
 // out[o, j, i] = params[o, idx[j], i]; an index outside [0, limit) writes 0
-// and sets kErrGatherIndexOutOfRange (reported by the next Synchronize).
+// and sets kErrGatherIndexOutOfRange in its CheckedLaunch's word.
 template <typename U, typename I>
 __global__ void GatherKernelImpl(const U* params, const I* idx, U* out, int64_t n, int64_t count, int64_t inner,
                                  int64_t limit, unsigned int* err) {
@@ -326,16 +326,18 @@ class GatherKernel final : public OpKernel {
     const int64_t n = out.num_elements();
     if (n > 0) {
       const int64_t count = indices.num_elements();
+      CheckedLaunch checked(launch.device, ctx);
+      TDF_RETURN_IF_ERROR(checked.status());
       DispatchBySize(params.dtype(), [&](auto zero) {
         using U = decltype(zero);
         const U* p = static_cast<const U*>(params.raw_data());
         U* o = static_cast<U*>(out.raw_mutable_data());
         if (indices.dtype() == DType::kInt64) {
           GatherKernelImpl<U, int64_t><<<GridFor(n), 256, 0, launch.stream>>>(
-              p, indices.data<int64_t>(), o, n, count, inner, ps.dim(axis), launch.device->error_word());
+              p, indices.data<int64_t>(), o, n, count, inner, ps.dim(axis), checked.word());
         } else {
           GatherKernelImpl<U, int32_t><<<GridFor(n), 256, 0, launch.stream>>>(
-              p, indices.data<int32_t>(), o, n, count, inner, ps.dim(axis), launch.device->error_word());
+              p, indices.data<int32_t>(), o, n, count, inner, ps.dim(axis), checked.word());
         }
       });
       TDF_CUDA_RETURN_IF_LAUNCH_FAILED("GatherKernelImpl");

@@ -1,7 +1,8 @@
 // Internal (CUDA builds only; included by src/cuda/*.cu): one CudaDevice per
 // device index, holding the device's stream, its cuBLAS handle (cuBLAS is
 // loaded on the first Init, see cuda/cublas_loader.h), a caching
-// allocator for device buffers and a device-side error word.
+// allocator for device buffers and the device-side error words of the
+// launches that can fail (CheckedLaunch).
 //
 //   TDF_ASSIGN_OR_RETURN(cuda::CudaDevice* dev, cuda::CudaDevice::Get(0));
 //   TDF_ASSIGN_OR_RETURN(void* p, dev->Allocate(1 << 20));
@@ -31,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cuda/cublas_loader.h"
 #include "cuda/device_backend.h"
+#include "tdf/kernel.h"
 
 namespace tdf {
 namespace cuda {
@@ -86,7 +88,7 @@ struct CublasFunctions {
 #undef TDF_CUBLAS_FIELD
 };
 
-// Bits of the device error word (set by kernels with atomicOr).
+// Bits of an error word (set by kernels with atomicOr).
 enum DeviceErrorBit : unsigned int {
   kErrIntegerDivisionByZero = 1u << 0,
   kErrGatherIndexOutOfRange = 1u << 1,
@@ -105,8 +107,9 @@ class CudaDevice {
   cublasHandle_t cublas() const { return cublas_; }
   // The loaded cuBLAS functions (set by Init, so never null afterwards).
   const CublasFunctions& blas() const { return *blas_; }
-  // Device memory written by kernels that cannot fail at launch time.
-  unsigned int* error_word() const { return error_word_; }
+  // How many error words CheckedLaunch hands out before it must read them
+  // back (one stream synchronization per that many checked launches).
+  static constexpr int kErrorWords = 4096;
 
   // A block of at least `bytes` bytes from the free list of its size bucket,
   // or from cudaMalloc (after emptying the cache once if the driver is out of
@@ -117,7 +120,9 @@ class CudaDevice {
   absl::Status EmptyCache();
   DeviceBackend::AllocatorStats stats() const;
 
-  // Waits for the stream, then reads and clears the error word.
+  // Waits for the stream, then reads and clears the error words of the
+  // checked launches since the last Synchronize: InvalidArgument naming the
+  // first launch (in stream order) whose kernel recorded an error.
   absl::Status Synchronize();
   // Makes this device current for the calling thread.
   absl::Status MakeCurrent() const;
@@ -127,18 +132,60 @@ class CudaDevice {
   static size_t BucketSize(size_t bytes);
 
  private:
+  friend class CheckedLaunch;
   explicit CudaDevice(int index) : index_(index) {}
   absl::Status Init();
+  // Waits for the stream, reads the words handed out since the last read,
+  // clears them, and keeps the first error found in pending_error_.
+  absl::Status ReadErrorWords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(check_mu_);
 
   const int index_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   const CublasFunctions* blas_ = nullptr;
-  unsigned int* error_word_ = nullptr;  // device memory, owned
+  unsigned int* error_words_ = nullptr;  // device memory [kErrorWords], owned
+
+  // Held from a checked launch's word until its kernels are queued, and by
+  // Synchronize: every word Synchronize reads belongs to a queued launch.
+  absl::Mutex check_mu_;
+  uint64_t words_handed_out_ ABSL_GUARDED_BY(check_mu_) = 0;  // ever; word k is k % kErrorWords
+  uint64_t words_read_ ABSL_GUARDED_BY(check_mu_) = 0;
+  // Per word: "node 'x' (Op) at tag [..]" of the launch that has it.
+  std::vector<std::string> launch_sites_ ABSL_GUARDED_BY(check_mu_);
+  absl::Status pending_error_ ABSL_GUARDED_BY(check_mu_);  // found, not yet reported
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_lists_ ABSL_GUARDED_BY(mu_);
   DeviceBackend::AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// A launch whose kernels may find an error in element values (an index out
+// of range, an integer division by zero), which only the device sees. It
+// gets its own error word and remembers who launched it (the context's
+// site), so the Synchronize that finds the error names that node and tag.
+// Construct it right before the launches and keep it until they are queued:
+//
+//   CheckedLaunch checked(launch.device, ctx);
+//   TDF_RETURN_IF_ERROR(checked.status());
+//   GatherKernelImpl<<<grid, 256, 0, launch.stream>>>(..., checked.word());
+//
+// Not with a Synchronize in between (it holds the device's check lock).
+class CheckedLaunch {
+ public:
+  CheckedLaunch(CudaDevice* device, const KernelContext& ctx);
+  ~CheckedLaunch();
+  CheckedLaunch(const CheckedLaunch&) = delete;
+  CheckedLaunch& operator=(const CheckedLaunch&) = delete;
+
+  // Not OK when reading back a full ring of words failed (a CUDA error);
+  // word() is null then.
+  const absl::Status& status() const { return status_; }
+  unsigned int* word() const { return word_; }
+
+ private:
+  CudaDevice* device_;
+  unsigned int* word_ = nullptr;
+  absl::Status status_;
 };
 
 // The stream a kernel runs on: the context's (when the executor set one),

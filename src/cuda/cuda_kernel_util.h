@@ -5,8 +5,9 @@
 // checks inputs on the host (dtypes, shapes: all known without touching the
 // device), allocates outputs on the device and launches on the stream without
 // waiting. Errors that depend on element values (integer division by zero,
-// Gather indices) are recorded in the device's error word and reported by
-// the next DeviceBackend::Synchronize (CopyToHost does one).
+// Gather indices) are recorded in the launch's error word (CheckedLaunch)
+// and reported, naming the node and tag, by the next
+// DeviceBackend::Synchronize (CopyToHost does one).
 #ifndef TDF_SRC_CUDA_CUDA_KERNEL_UTIL_H_
 #define TDF_SRC_CUDA_CUDA_KERNEL_UTIL_H_
 

@@ -1,5 +1,5 @@
 // The device backend of a CUDA build: device discovery, the per-device
-// CudaDevice (stream, cuBLAS handle, caching allocator, error word) and
+// CudaDevice (stream, cuBLAS handle, caching allocator, error words) and
 // stream-ordered copies.
 #include "cuda/device_backend.h"
 #include "base/sync.h"
@@ -9,10 +9,16 @@
 #include "cuda/cuda_device.h"
 #include "tdf/status.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+
+// As in cuda_kernel_util.h: nvcc's #2810 on `status = F()` is spurious.
+#pragma nv_diag_suppress 2810
 
 namespace tdf {
 namespace {
@@ -239,8 +245,12 @@ absl::Status CudaDevice::Init() {
   TDF_ASSIGN_OR_RETURN(blas_, LoadCublas());
   TDF_CUBLAS_RETURN_IF_ERROR(blas_->create(&cublas_));
   TDF_CUBLAS_RETURN_IF_ERROR(blas_->set_stream(cublas_, stream_));
-  TDF_CUDA_RETURN_IF_ERROR(cudaMalloc(&error_word_, sizeof(unsigned int)));
-  TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_word_, 0, sizeof(unsigned int)));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMalloc(&error_words_, kErrorWords * sizeof(unsigned int)));
+  TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_words_, 0, kErrorWords * sizeof(unsigned int)));
+  {
+    base::MutexLock lock(&check_mu_);
+    launch_sites_.assign(kErrorWords, std::string());
+  }
   return absl::OkStatus();
 }
 
@@ -315,21 +325,76 @@ DeviceBackend::AllocatorStats CudaDevice::stats() const {
 
 absl::Status CudaDevice::Synchronize() {
   TDF_RETURN_IF_ERROR(MakeCurrent());
-  TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  unsigned int word = 0;
-  TDF_CUDA_RETURN_IF_ERROR(cudaMemcpy(&word, error_word_, sizeof(word), cudaMemcpyDeviceToHost));
-  if (word == 0) return absl::OkStatus();
-  TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_word_, 0, sizeof(word)));
+  base::MutexLock lock(&check_mu_);
+  TDF_RETURN_IF_ERROR(ReadErrorWords());
+  return std::exchange(pending_error_, absl::OkStatus());
+}
+
+namespace {
+
+std::string DescribeErrorBits(unsigned int bits) {
   std::string what;
-  if (word & kErrIntegerDivisionByZero) absl::StrAppend(&what, what.empty() ? "" : "; ", "integer division by zero");
-  if (word & kErrGatherIndexOutOfRange)
-    absl::StrAppend(&what, what.empty() ? "" : "; ", "Gather: an index is out of range");
-  if (word & kErrIntegerPowNegativeExponent)
-    absl::StrAppend(&what, what.empty() ? "" : "; ",
-                    "integer Pow with a negative exponent (base other than 1 or -1)");
-  if (word & kErrRowIndexOutOfRange)
-    absl::StrAppend(&what, what.empty() ? "" : "; ", "indexed rows: a row index is out of range");
-  return absl::InvalidArgumentError(absl::StrCat("a kernel on cuda:", index_, " failed: ", what));
+  auto add = [&](const char* text) { absl::StrAppend(&what, what.empty() ? "" : "; ", text); };
+  if (bits & kErrIntegerDivisionByZero) add("integer division by zero");
+  if (bits & kErrGatherIndexOutOfRange) add("Gather: an index is out of range");
+  if (bits & kErrIntegerPowNegativeExponent) add("integer Pow with a negative exponent (base other than 1 or -1)");
+  if (bits & kErrRowIndexOutOfRange) add("indexed rows: a row index is out of range");
+  if (what.empty()) what = absl::StrCat("error bits 0x", absl::Hex(bits));
+  return what;
+}
+
+}  // namespace
+
+absl::Status CudaDevice::ReadErrorWords() {
+  TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  const uint64_t count = words_handed_out_ - words_read_;
+  if (count == 0) return absl::OkStatus();
+  // The words in hand-out order: one range of the ring, or two when it wraps.
+  const uint64_t first = words_read_ % kErrorWords;
+  const uint64_t head = std::min<uint64_t>(count, kErrorWords - first);
+  std::vector<unsigned int> words(count);
+  TDF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(words.data(), error_words_ + first, head * sizeof(unsigned int), cudaMemcpyDeviceToHost));
+  if (head < count)
+    TDF_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(words.data() + head, error_words_, (count - head) * sizeof(unsigned int), cudaMemcpyDeviceToHost));
+  int64_t failed = 0;
+  uint64_t first_failed = count;
+  for (uint64_t k = 0; k < count; ++k) {
+    if (words[k] == 0) continue;
+    if (failed++ == 0) first_failed = k;
+  }
+  if (failed > 0) {
+    TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_words_ + first, 0, head * sizeof(unsigned int)));
+    if (head < count) TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_words_, 0, (count - head) * sizeof(unsigned int)));
+  }
+  words_read_ = words_handed_out_;
+  if (failed == 0 || !pending_error_.ok()) return absl::OkStatus();
+  const std::string& site = launch_sites_[(first + first_failed) % kErrorWords];
+  pending_error_ = absl::InvalidArgumentError(absl::StrCat(
+      "a kernel on cuda:", index_, " failed: ", site.empty() ? "" : absl::StrCat(site, ": "),
+      DescribeErrorBits(words[first_failed]),
+      failed > 1 ? absl::StrCat(" (and ", failed - 1, " later checked launch(es))") : ""));
+  return absl::OkStatus();
+}
+
+CheckedLaunch::CheckedLaunch(CudaDevice* device, const KernelContext& ctx) : device_(device) {
+  device_->check_mu_.Lock();
+  TDF_TSAN_ACQUIRE(&device_->check_mu_);
+  // A full ring is read back first: one stream synchronization per
+  // kErrorWords checked launches, and every launch keeps its own word.
+  if (device_->words_handed_out_ - device_->words_read_ == CudaDevice::kErrorWords) {
+    status_ = device_->ReadErrorWords();
+    if (!status_.ok()) return;
+  }
+  const uint64_t k = device_->words_handed_out_++ % CudaDevice::kErrorWords;
+  device_->launch_sites_[k] = ctx.DescribeSite();
+  word_ = device_->error_words_ + k;
+}
+
+CheckedLaunch::~CheckedLaunch() {
+  TDF_TSAN_RELEASE(&device_->check_mu_);
+  device_->check_mu_.Unlock();
 }
 
 }  // namespace cuda

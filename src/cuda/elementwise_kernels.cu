@@ -7,11 +7,12 @@
 // C++ `%`, INT_MIN / -1 wraps, Maximum/Minimum propagate NaN, Cast from float
 // to int saturates and maps NaN to 0. An integer division by zero cannot fail
 // the launch (the kernel is already queued): it writes 0, sets a bit in the
-// device's error word, and the next DeviceBackend::Synchronize reports it.
+// launch's error word, and the next DeviceBackend::Synchronize reports it.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "cuda/cuda_kernel_util.h"
@@ -58,10 +59,12 @@ __device__ __forceinline__ T WrapMul(T a, T b) {
 }
 
 // ---------------------------------------------------------------------------
-// Binary functors: kName, kSupports<T>, Out<T>, and a __device__ Apply that
-// may set a bit of the error word.
+// Binary functors: kName, Supports<T>, Out<T>, CanFail<T> (Apply may set a
+// bit of the launch's error word), and a __device__ Apply.
 
 struct NumericSame {
+  template <typename T>
+  static constexpr bool CanFail() { return false; }
   template <typename T>
   static constexpr bool Supports() { return kIsNumeric<T>; }
   template <typename T>
@@ -69,17 +72,23 @@ struct NumericSame {
 };
 struct FloatSame {
   template <typename T>
+  static constexpr bool CanFail() { return false; }
+  template <typename T>
   static constexpr bool Supports() { return kIsFloat<T>; }
   template <typename T>
   using Out = T;
 };
 struct CompareBase {
   template <typename T>
+  static constexpr bool CanFail() { return false; }
+  template <typename T>
   static constexpr bool Supports() { return true; }
   template <typename T>
   using Out = bool;
 };
 struct LogicalBase {
+  template <typename T>
+  static constexpr bool CanFail() { return false; }
   template <typename T>
   static constexpr bool Supports() { return std::is_same_v<T, bool>; }
   template <typename T>
@@ -110,6 +119,8 @@ TDF_BINARY(LogicalOr, LogicalBase, a || b)
 #undef TDF_BINARY
 
 struct DivF : NumericSame {
+  template <typename T>
+  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Div";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -125,6 +136,8 @@ struct DivF : NumericSame {
   }
 };
 struct ModF : NumericSame {
+  template <typename T>
+  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Mod";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -162,6 +175,8 @@ struct MinimumF : NumericSame {
   }
 };
 struct PowF : NumericSame {
+  template <typename T>
+  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Pow";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -260,6 +275,13 @@ class BinaryKernel final : public OpKernel {
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(DTypeOf<O>::value, so, device_));
     const int64_t n = out.num_elements();
     if (n > 0) {
+      // Only integer Div, Mod and Pow can fail; the rest launch unchecked.
+      std::optional<CheckedLaunch> checked;
+      if constexpr (F::template CanFail<T>()) {
+        checked.emplace(launch.device, ctx);
+        TDF_RETURN_IF_ERROR(checked->status());
+      }
+      unsigned int* err = checked ? checked->word() : nullptr;
       int mode = -1;
       if (sa == so && sb == so) {
         mode = 0;
@@ -270,13 +292,13 @@ class BinaryKernel final : public OpKernel {
       }
       if (mode >= 0) {
         BinaryFlatKernel<F, T, O><<<GridFor(n), 256, 0, launch.stream>>>(
-            a.data<T>(), b.data<T>(), out.mutable_data<O>(), n, mode, launch.device->error_word());
+            a.data<T>(), b.data<T>(), out.mutable_data<O>(), n, mode, err);
       } else {
         if (so.rank() > kMaxRank) return RankTooHigh(F::kName, so.rank());
         BinaryBroadcastKernel<F, T, O><<<GridFor(n), 256, 0, launch.stream>>>(
             a.data<T>(), b.data<T>(), out.mutable_data<O>(), n,
             MakeStrides(so, kernels::BroadcastStrides(sa, so)), MakeStrides(so, kernels::BroadcastStrides(sb, so)),
-            launch.device->error_word());
+            err);
       }
       TDF_CUDA_RETURN_IF_LAUNCH_FAILED("BinaryKernel");
     }

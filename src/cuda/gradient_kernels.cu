@@ -291,7 +291,9 @@ class GatherGradKernel final : public OpKernel {
     if (out.bytes() > 0)
       TDF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.raw_mutable_data(), 0, out.bytes(), launch.stream));
     const int64_t n = dy.num_elements();  // outer * count * inner
-    unsigned int* err = launch.device->error_word();
+    CheckedLaunch checked(launch.device, ctx);
+    TDF_RETURN_IF_ERROR(checked.status());
+    unsigned int* err = checked.word();
     if (n > 0) {
       const T* src = dy.data<T>();
       T* dst = out.mutable_data<T>();

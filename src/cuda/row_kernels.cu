@@ -60,8 +60,9 @@
 //      it writes anything and fails with InvalidArgument. Here an index out
 //      of range can only be seen by a kernel: the row is skipped (or, in
 //      IndexedRows, stored as -1, which every reader skips) and the kernel
-//      sets kErrRowIndexOutOfRange in the device's error word, which the
-//      next DeviceBackend::Synchronize (CopyToHost does one) reports as
+//      sets kErrRowIndexOutOfRange in its launch's error word (CheckedLaunch),
+//      which the next DeviceBackend::Synchronize (CopyToHost does one) reports,
+//      naming the node and tag, as
 //      InvalidArgument ("indexed rows: a row index is out of range"), as the
 //      CUDA Gather does. IndexedRowsSplit still writes the bad index, and
 //      the shared or concatenated rows are checked by the kernels that copy
@@ -297,9 +298,8 @@ absl::Status DispatchFloat(DType dtype, Fn&& fn) {
 // at out + index * out_stride + out_offset, by ScatterRowsKernel: a row
 // whose index is out of [0, limit) sets the error bit instead.
 template <typename T>
-absl::Status ScatterRows(const Launch& launch, absl::Span<const Tensor* const> pieces, int64_t w, T* out,
-                         int64_t out_stride, int64_t out_offset, int64_t limit) {
-  unsigned int* err = launch.device->error_word();
+absl::Status ScatterRows(const Launch& launch, unsigned int* err, absl::Span<const Tensor* const> pieces, int64_t w,
+                         T* out, int64_t out_stride, int64_t out_offset, int64_t limit) {
   return ForEachChunk<T>(pieces, w, [&](const Pieces<T>& s, int64_t, int64_t count) -> absl::Status {
     ScatterRowsKernel<T>
         <<<GridFor(count), 256, 0, launch.stream>>>(s, count, w, out, out_stride, out_offset, limit, err);
@@ -352,7 +352,9 @@ class IndexedRowsKernel final : public OpKernel {
       }
       const int64_t w = 1 + D;
       const int64_t n = count * w;
-      unsigned int* err = launch.device->error_word();
+      CheckedLaunch checked(launch.device, ctx);
+      TDF_RETURN_IF_ERROR(checked.status());
+      unsigned int* err = checked.word();
       TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
         using U = RawOf<decltype(zero)>;
         const U* src = static_cast<const U*>(dy.raw_data());
@@ -403,10 +405,12 @@ class IndexedRowsConcatKernel final : public OpKernel {
     if (pieces.size() == 1 && m <= R) {
       // One non-empty sum: shared, not copied; its indices still checked.
       TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
+      CheckedLaunch checked(launch.device, ctx);
+      TDF_RETURN_IF_ERROR(checked.status());
       TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
         using U = RawOf<decltype(zero)>;
         CheckRowIndicesKernel<U><<<GridFor(m), 256, 0, launch.stream>>>(static_cast<const U*>(pieces[0]->raw_data()),
-                                                                        m, w, R, launch.device->error_word());
+                                                                        m, w, R, checked.word());
         TDF_CUDA_RETURN_IF_LAUNCH_FAILED("CheckRowIndicesKernel");
         return absl::OkStatus();
       }));
@@ -416,7 +420,9 @@ class IndexedRowsConcatKernel final : public OpKernel {
     TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, device_));
     const int64_t out_rows = m <= R ? m : R;
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(like.dtype(), Shape({out_rows, w}), device_));
-    unsigned int* err = launch.device->error_word();
+    CheckedLaunch checked(launch.device, ctx);
+    TDF_RETURN_IF_ERROR(checked.status());
+    unsigned int* err = checked.word();
     TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
       using T = decltype(zero);
       using U = RawOf<T>;
@@ -436,7 +442,7 @@ class IndexedRowsConcatKernel final : public OpKernel {
                                                                            size, w);
         TDF_CUDA_RETURN_IF_LAUNCH_FAILED("InitCompactRowsKernel");
       }
-      return ScatterRows<T>(launch, pieces, w, static_cast<T*>(out.raw_mutable_data()), w, 1, R);
+      return ScatterRows<T>(launch, err, pieces, w, static_cast<T*>(out.raw_mutable_data()), w, 1, R);
     }));
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
@@ -468,9 +474,11 @@ class IndexedRowsSumKernel final : public OpKernel {
     const int64_t n = rows.shape().dim(0) * w;
     if (n > 0) {
       const Tensor* pieces[] = {&rows};
+      CheckedLaunch checked(launch.device, ctx);
+      TDF_RETURN_IF_ERROR(checked.status());
       TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
         using T = decltype(zero);
-        return ScatterRows<T>(launch, pieces, w, static_cast<T*>(out.raw_mutable_data()), D, 0, R);
+        return ScatterRows<T>(launch, checked.word(), pieces, w, static_cast<T*>(out.raw_mutable_data()), D, 0, R);
       }));
     }
     ctx.set_output(0, std::move(out));
@@ -509,7 +517,9 @@ class IndexedRowsSplitKernel final : public OpKernel {
     const int64_t w = 1 + D;
     const int64_t n = m * w;
     if (n > 0) {
-      unsigned int* err = launch.device->error_word();
+      CheckedLaunch checked(launch.device, ctx);
+      TDF_RETURN_IF_ERROR(checked.status());
+      unsigned int* err = checked.word();
       TDF_RETURN_IF_ERROR(DispatchFloat(like.dtype(), [&](auto zero) -> absl::Status {
         using U = RawOf<decltype(zero)>;
         SplitRowsKernel<U><<<GridFor(n), 256, 0, launch.stream>>>(static_cast<const U*>(rows.raw_data()), n, w, R,

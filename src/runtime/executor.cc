@@ -2323,7 +2323,18 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
   }
   kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
   KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Info(n).device);
-  if (Info(n).device_context != nullptr) ctx.set_device_context(Info(n).device_context);
+  // A GPU kernel's errors surface at a later synchronization, which names
+  // the node and tag through this.
+  struct Site final : KernelSite {
+    Site(const NodeInfo& info, const Frame* frame) : info(info), frame(frame) {}
+    std::string Describe() const override { return NodeAtTag(info, frame); }
+    const NodeInfo& info;
+    const Frame* frame;
+  } site(Info(n), f);
+  if (Info(n).device_context != nullptr) {
+    ctx.set_device_context(Info(n).device_context);
+    ctx.set_site(&site);
+  }
   ctx.set_session_state(run_->variables);
   absl::Status s = Info(n).kernel->Compute(ctx);
   if (!s.ok()) {

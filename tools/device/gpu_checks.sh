@@ -51,6 +51,6 @@ fi
 if has memcheck && command -v compute-sanitizer >/dev/null; then
   echo "== compute-sanitizer memcheck"
   timeout 120 compute-sanitizer --tool memcheck --print-limit 20 $here/tdf_cuda_tests \
-    --gtest_filter='CudaRowKernels.*:GpuVariables.*:CudaGradientKernels.*:TreeRnn.*' 2>&1 | tee "$out/memcheck.log" |
+    --gtest_filter='CudaRowKernels.*:GpuVariables.*:GpuSession.*:CudaGradientKernels.*:TreeRnn.*' 2>&1 | tee "$out/memcheck.log" |
     grep -E 'ERROR SUMMARY|Invalid|FAILED|PASSED' | head -40
 fi
