@@ -15,6 +15,7 @@
 #ifndef TDF_KERNEL_H_
 #define TDF_KERNEL_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,9 @@ namespace tdf {
 class KernelSite {
  public:
   virtual std::string Describe() const = 0;
+  // The run the kernel works for (unique per Session::Run in the process;
+  // 0: none), so that errors found later fail that run and no other.
+  virtual uint64_t run_id() const = 0;
 
  protected:
   ~KernelSite() = default;

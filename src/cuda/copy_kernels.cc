@@ -64,7 +64,7 @@ class CopyToHostKernel final : public OpKernel {
     TDF_RETURN_IF_ERROR(DeviceBackend::CopyDeviceToHost(out.raw_mutable_data(), x.raw_data(), x.bytes(), x.device()));
     // The value is on the host; surface what the kernels that produced it
     // recorded (division by zero, bad Gather index) as a CPU kernel would.
-    TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(x.device()));
+    TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(x.device(), ctx.site() != nullptr ? ctx.site()->run_id() : 0));
     ctx.set_output(0, std::move(out));
     return absl::OkStatus();
   }

@@ -121,9 +121,10 @@ class CudaDevice {
   DeviceBackend::AllocatorStats stats() const;
 
   // Waits for the stream, then reads and clears the error words of the
-  // checked launches since the last Synchronize: InvalidArgument naming the
-  // first launch (in stream order) whose kernel recorded an error.
-  absl::Status Synchronize();
+  // checked launches since the last read: InvalidArgument naming the first
+  // launch for `run_id` (in stream order) whose kernel recorded an error.
+  // Errors of other runs' launches are kept for those runs' Synchronize.
+  absl::Status Synchronize(uint64_t run_id = 0);
   // Makes this device current for the calling thread.
   absl::Status MakeCurrent() const;
 
@@ -136,7 +137,7 @@ class CudaDevice {
   explicit CudaDevice(int index) : index_(index) {}
   absl::Status Init();
   // Waits for the stream, reads the words handed out since the last read,
-  // clears them, and keeps the first error found in pending_error_.
+  // clears them, and keeps what failed in pending_errors_.
   absl::Status ReadErrorWords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(check_mu_);
 
   const int index_;
@@ -150,9 +151,18 @@ class CudaDevice {
   absl::Mutex check_mu_;
   uint64_t words_handed_out_ ABSL_GUARDED_BY(check_mu_) = 0;  // ever; word k is k % kErrorWords
   uint64_t words_read_ ABSL_GUARDED_BY(check_mu_) = 0;
-  // Per word: "node 'x' (Op) at tag [..]" of the launch that has it.
+  // Per word: "node 'x' (Op) at tag [..]" of the launch that has it, and
+  // the run it was made for.
   std::vector<std::string> launch_sites_ ABSL_GUARDED_BY(check_mu_);
-  absl::Status pending_error_ ABSL_GUARDED_BY(check_mu_);  // found, not yet reported
+  std::vector<uint64_t> launch_runs_ ABSL_GUARDED_BY(check_mu_);
+  // Errors read back but not yet reported, by run: the first failed
+  // launch's site and error bits, and how many more failed.
+  struct PendingError {
+    std::string site;
+    unsigned int bits = 0;
+    int64_t more = 0;
+  };
+  absl::flat_hash_map<uint64_t, PendingError> pending_errors_ ABSL_GUARDED_BY(check_mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_lists_ ABSL_GUARDED_BY(mu_);

@@ -172,9 +172,9 @@ void* DeviceBackend::Stream(Device device) {
   return dev.ok() ? static_cast<void*>((*dev)->stream()) : nullptr;
 }
 
-absl::Status DeviceBackend::Synchronize(Device device) {
+absl::Status DeviceBackend::Synchronize(Device device, uint64_t run_id) {
   TDF_ASSIGN_OR_RETURN(cuda::CudaDevice * dev, UseDevice(device, "Synchronize"));
-  return dev->Synchronize();
+  return dev->Synchronize(run_id);
 }
 
 DeviceBackend::AllocatorStats DeviceBackend::GetAllocatorStats(Device device) {
@@ -250,6 +250,7 @@ absl::Status CudaDevice::Init() {
   {
     base::MutexLock lock(&check_mu_);
     launch_sites_.assign(kErrorWords, std::string());
+    launch_runs_.assign(kErrorWords, 0);
   }
   return absl::OkStatus();
 }
@@ -323,13 +324,6 @@ DeviceBackend::AllocatorStats CudaDevice::stats() const {
   return stats_;
 }
 
-absl::Status CudaDevice::Synchronize() {
-  TDF_RETURN_IF_ERROR(MakeCurrent());
-  base::MutexLock lock(&check_mu_);
-  TDF_RETURN_IF_ERROR(ReadErrorWords());
-  return std::exchange(pending_error_, absl::OkStatus());
-}
-
 namespace {
 
 std::string DescribeErrorBits(unsigned int bits) {
@@ -345,6 +339,20 @@ std::string DescribeErrorBits(unsigned int bits) {
 
 }  // namespace
 
+absl::Status CudaDevice::Synchronize(uint64_t run_id) {
+  TDF_RETURN_IF_ERROR(MakeCurrent());
+  base::MutexLock lock(&check_mu_);
+  TDF_RETURN_IF_ERROR(ReadErrorWords());
+  auto it = pending_errors_.find(run_id);
+  if (it == pending_errors_.end()) return absl::OkStatus();
+  PendingError e = std::move(it->second);
+  pending_errors_.erase(it);
+  return absl::InvalidArgumentError(
+      absl::StrCat("a kernel on cuda:", index_, " failed: ", e.site.empty() ? "" : absl::StrCat(e.site, ": "),
+                   DescribeErrorBits(e.bits),
+                   e.more > 0 ? absl::StrCat(" (and ", e.more, " later checked launch(es))") : ""));
+}
+
 absl::Status CudaDevice::ReadErrorWords() {
   TDF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   const uint64_t count = words_handed_out_ - words_read_;
@@ -358,23 +366,24 @@ absl::Status CudaDevice::ReadErrorWords() {
   if (head < count)
     TDF_CUDA_RETURN_IF_ERROR(
         cudaMemcpy(words.data() + head, error_words_, (count - head) * sizeof(unsigned int), cudaMemcpyDeviceToHost));
-  int64_t failed = 0;
-  uint64_t first_failed = count;
+  bool failed = false;
   for (uint64_t k = 0; k < count; ++k) {
     if (words[k] == 0) continue;
-    if (failed++ == 0) first_failed = k;
+    failed = true;
+    const uint64_t word = (first + k) % kErrorWords;
+    auto [it, first_of_run] = pending_errors_.try_emplace(launch_runs_[word]);
+    if (first_of_run) {
+      it->second.site = launch_sites_[word];
+      it->second.bits = words[k];
+    } else {
+      ++it->second.more;
+    }
   }
-  if (failed > 0) {
+  if (failed) {
     TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_words_ + first, 0, head * sizeof(unsigned int)));
     if (head < count) TDF_CUDA_RETURN_IF_ERROR(cudaMemset(error_words_, 0, (count - head) * sizeof(unsigned int)));
   }
   words_read_ = words_handed_out_;
-  if (failed == 0 || !pending_error_.ok()) return absl::OkStatus();
-  const std::string& site = launch_sites_[(first + first_failed) % kErrorWords];
-  pending_error_ = absl::InvalidArgumentError(absl::StrCat(
-      "a kernel on cuda:", index_, " failed: ", site.empty() ? "" : absl::StrCat(site, ": "),
-      DescribeErrorBits(words[first_failed]),
-      failed > 1 ? absl::StrCat(" (and ", failed - 1, " later checked launch(es))") : ""));
   return absl::OkStatus();
 }
 
@@ -389,6 +398,7 @@ CheckedLaunch::CheckedLaunch(CudaDevice* device, const KernelContext& ctx) : dev
   }
   const uint64_t k = device_->words_handed_out_++ % CudaDevice::kErrorWords;
   device_->launch_sites_[k] = ctx.DescribeSite();
+  device_->launch_runs_[k] = ctx.site() != nullptr ? ctx.site()->run_id() : 0;
   word_ = device_->error_words_ + k;
 }
 

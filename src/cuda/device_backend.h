@@ -49,8 +49,10 @@ class DeviceBackend {
   // Waits for all work queued on the device's stream, then reports errors
   // that kernels recorded on the device instead of failing at launch (an
   // integer division by zero, a Gather index out of range): the CUDA
-  // analogue of the CPU kernels' InvalidArgument.
-  static absl::Status Synchronize(Device device);
+  // analogue of the CPU kernels' InvalidArgument. Only the errors of
+  // launches made for `run_id` (KernelSite::run_id; 0: launches made
+  // outside any run) are reported; other runs' stay for their own.
+  static absl::Status Synchronize(Device device, uint64_t run_id = 0);
 
   struct AllocatorStats {
     int64_t driver_allocations = 0;  // cudaMalloc calls

@@ -19,7 +19,7 @@ absl::Status DeviceBackend::CopyDeviceToHost(void*, const void*, size_t, Device)
 absl::Status DeviceBackend::CopyDeviceToDevice(void*, const void*, size_t, Device) { return NoCuda(); }
 absl::Status DeviceBackend::CopyHostToDeviceAsync(void*, const void*, size_t, Device) { return NoCuda(); }
 void* DeviceBackend::Stream(Device) { return nullptr; }
-absl::Status DeviceBackend::Synchronize(Device) { return NoCuda(); }
+absl::Status DeviceBackend::Synchronize(Device, uint64_t) { return NoCuda(); }
 DeviceBackend::AllocatorStats DeviceBackend::GetAllocatorStats(Device) { return {}; }
 absl::Status DeviceBackend::EmptyCache(Device) { return absl::OkStatus(); }
 

@@ -3,6 +3,7 @@
 #include "base/tasks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -368,7 +369,14 @@ struct FetchTarget {
 
 }  // namespace
 
+uint64_t NextRunId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct RunState {
+  // Unique in the process: GPU errors found later are matched to their run.
+  const uint64_t id = NextRunId();
   const ExecutableGraph* exe = nullptr;
   const SessionOptions* options = nullptr;
   VariableStore* variables = nullptr;
@@ -2323,18 +2331,18 @@ bool Worker::FireKernelSlow(Frame* f, const ExecNode& n, Token* out) {
   }
   kernel_out_.resize(std::max<int32_t>(n.num_outputs, 1));
   KernelContext ctx(in_ptrs_.data(), n.num_data_inputs, kernel_out_.data(), n.num_outputs, Info(n).device);
-  // A GPU kernel's errors surface at a later synchronization, which names
-  // the node and tag through this.
+  // A GPU kernel's errors surface at a later synchronization (a CopyToHost
+  // or the run's end), which names the node and tag, and the run, with this.
   struct Site final : KernelSite {
-    Site(const NodeInfo& info, const Frame* frame) : info(info), frame(frame) {}
+    Site(const NodeInfo& info, const Frame* frame, uint64_t run) : info(info), frame(frame), run(run) {}
     std::string Describe() const override { return NodeAtTag(info, frame); }
+    uint64_t run_id() const override { return run; }
     const NodeInfo& info;
     const Frame* frame;
-  } site(Info(n), f);
-  if (Info(n).device_context != nullptr) {
-    ctx.set_device_context(Info(n).device_context);
-    ctx.set_site(&site);
-  }
+    const uint64_t run;
+  } site(Info(n), f, run_->id);
+  ctx.set_site(&site);
+  if (Info(n).device_context != nullptr) ctx.set_device_context(Info(n).device_context);
   ctx.set_session_state(run_->variables);
   absl::Status s = Info(n).kernel->Compute(ctx);
   if (!s.ok()) {
@@ -2872,10 +2880,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   }
   // Errors that GPU kernels recorded (an index out of range, an integer
   // division by zero) fail this run, not whichever run next reads the
-  // device; a run that failed otherwise clears them too. (Runs in flight at
-  // once on one device share its error word.)
+  // device (runs in flight at once each get their own); a run that failed
+  // otherwise clears them too.
   for (Device device : exe_->gpu_devices) {
-    absl::Status s = DeviceBackend::Synchronize(device);
+    absl::Status s = DeviceBackend::Synchronize(device, run.id);
     if (!s.ok() && status.ok())
       status = absl::Status(s.code(), absl::StrCat("a GPU kernel of this run failed (found when the run ended): ",
                                                    s.message()));
@@ -2886,7 +2894,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (!t.valid() || t.device().is_cpu()) continue;
     TDF_ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(t.dtype(), t.shape()));
     TDF_RETURN_IF_ERROR(DeviceBackend::CopyDeviceToHost(host.raw_mutable_data(), t.raw_data(), t.bytes(), t.device()));
-    TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(t.device()));
+    TDF_RETURN_IF_ERROR(DeviceBackend::Synchronize(t.device(), run.id));
     t = std::move(host);
   }
   return std::move(run.fetched);

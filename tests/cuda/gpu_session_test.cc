@@ -1,14 +1,19 @@
 // Runs on the GPU through a Session: errors that GPU kernels record on the
-// device fail the run that caused them, even when it fetches nothing from
-// the GPU. Skipped without a device.
+// device fail the run that caused them (and no other run in flight), even
+// when it fetches nothing from the GPU, naming the node and tag of the
+// launch. Skipped without a device.
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "cuda/gpu_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tdf/builder.h"
 #include "tdf/session.h"
-#include "absl/strings/str_cat.h"
 
 namespace tdf {
 namespace {
@@ -109,6 +114,33 @@ TEST(GpuSession, AKernelErrorIsNamedPastAFullRingOfErrorWords) {
     EXPECT_THAT(std::string(bad.message()), HasSubstr(absl::StrCat("node 'row_gather' (Gather) at tag [", at, ", rows]: ")));
   }
   EXPECT_TRUE(RunRows(s.get(), std::vector<int64_t>(kLaunches, 2)).ok());
+}
+
+TEST(GpuSession, RunsInFlightAtOnceEachGetTheirOwnKernelErrors) {
+  TDF_SKIP_WITHOUT_GPU();
+  std::unique_ptr<Session> s = GpuSessionFor(RowsInLoop());
+  ASSERT_NE(s, nullptr);
+  // Threads run at once on one device; half their runs have a bad index.
+  // Each bad run fails, naming its launch; no good run fails for it.
+  constexpr int kThreads = 6, kRuns = 12;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        const bool bad = (t + r) % 2 == 0;
+        std::vector<int64_t> idx(40, (t + r) % 3);
+        if (bad) idx[17] = 3;
+        const absl::Status status = RunRows(s.get(), idx);
+        const bool named = absl::StrContains(status.message(), "node 'row_gather' (Gather) at tag [17, rows]: ");
+        if (bad != !status.ok() || (bad && !named))
+          failures[t] += absl::StrCat("thread ", t, " run ", r, (bad ? " (bad)" : " (good)"), ": ",
+                                      status.ToString(), "\n");
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
 }
 
 }  // namespace
