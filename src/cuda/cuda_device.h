@@ -94,6 +94,7 @@ enum DeviceErrorBit : unsigned int {
   kErrGatherIndexOutOfRange = 1u << 1,
   kErrIntegerPowNegativeExponent = 1u << 2,
   kErrRowIndexOutOfRange = 1u << 3,  // indexed rows (row_kernels.cu)
+  kErrScatterIndexOutOfRange = 1u << 4,  // DeviceBackend::ScatterAddRows
 };
 
 class CudaDevice {

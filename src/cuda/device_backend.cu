@@ -333,6 +333,7 @@ std::string DescribeErrorBits(unsigned int bits) {
   if (bits & kErrGatherIndexOutOfRange) add("Gather: an index is out of range");
   if (bits & kErrIntegerPowNegativeExponent) add("integer Pow with a negative exponent (base other than 1 or -1)");
   if (bits & kErrRowIndexOutOfRange) add("indexed rows: a row index is out of range");
+  if (bits & kErrScatterIndexOutOfRange) add("ScatterAdd: an index is out of range (nothing was added)");
   if (what.empty()) what = absl::StrCat("error bits 0x", absl::Hex(bits));
   return what;
 }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "tdf/kernel.h"
 #include "tdf/tensor.h"
 
 namespace tdf {
@@ -53,6 +54,16 @@ class DeviceBackend {
   // launches made for `run_id` (KernelSite::run_id; 0: launches made
   // outside any run) are reported; other runs' stay for their own.
   static absl::Status Synchronize(Device device, uint64_t run_id = 0);
+  // target[indices[j], ...] += updates[j, ...] (repeats accumulate), queued
+  // on the stream of target's device without waiting: target itself,
+  // updated in place, when nothing else holds its buffer, else an updated
+  // copy. target and updates live on the device; indices (int32/int64) may
+  // be host tensors. The indices are checked on the device: one outside
+  // [0, rows) adds nothing at all and is reported by the next Synchronize
+  // for ctx's run, naming ctx's site. Shapes and dtypes are the caller's to
+  // check.
+  static absl::StatusOr<Tensor> ScatterAddRows(const Tensor& target, const Tensor& indices, const Tensor& updates,
+                                               const KernelContext& ctx);
 
   struct AllocatorStats {
     int64_t driver_allocations = 0;  // cudaMalloc calls

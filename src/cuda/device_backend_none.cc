@@ -20,6 +20,10 @@ absl::Status DeviceBackend::CopyDeviceToDevice(void*, const void*, size_t, Devic
 absl::Status DeviceBackend::CopyHostToDeviceAsync(void*, const void*, size_t, Device) { return NoCuda(); }
 void* DeviceBackend::Stream(Device) { return nullptr; }
 absl::Status DeviceBackend::Synchronize(Device, uint64_t) { return NoCuda(); }
+absl::StatusOr<Tensor> DeviceBackend::ScatterAddRows(const Tensor&, const Tensor&, const Tensor&,
+                                                     const KernelContext&) {
+  return NoCuda();
+}
 DeviceBackend::AllocatorStats DeviceBackend::GetAllocatorStats(Device) { return {}; }
 absl::Status DeviceBackend::EmptyCache(Device) { return absl::OkStatus(); }
 

@@ -252,6 +252,27 @@ __global__ void CheckIndicesKernel(const I* idx, int64_t count, int64_t limit, u
   }
 }
 
+// ScatterAddRows (DeviceBackend): a check of every index, then, only when
+// the check set no bit, the update: all or nothing, in stream order.
+template <typename I>
+__global__ void CheckScatterIndicesKernel(const I* idx, int64_t count, int64_t rows, unsigned int* err) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t k = static_cast<int64_t>(idx[j]);
+    if (k < 0 || k >= rows) atomicOr(err, kErrScatterIndexOutOfRange);
+  }
+}
+
+template <typename T, typename I>
+__global__ void ScatterAddRowsKernel(const T* updates, const I* idx, T* target, int64_t n, int64_t inner,
+                                     const unsigned int* err) {
+  if (*err != 0) return;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    AtomicAccumulate(target + static_cast<int64_t>(idx[e / inner]) * inner + e % inner, updates[e]);
+  }
+}
+
 class GatherGradKernel final : public OpKernel {
  public:
   GatherGradKernel(int64_t axis, Device device) : axis_(axis), device_(device) {}
@@ -424,6 +445,52 @@ class MatMulAddKernel final : public OpKernel {
 
 }  // namespace
 
+template <typename T>
+absl::StatusOr<Tensor> ScatterAddRowsAs(const Tensor& target_in, const Tensor& indices, const Tensor& updates,
+                                        const KernelContext& ctx) {
+  TDF_ASSIGN_OR_RETURN(Launch launch, PrepareLaunch(ctx, target_in.device()));
+  const int64_t rows = target_in.rank() == 0 ? 0 : target_in.shape().dim(0);
+  const int64_t inner = rows == 0 ? 0 : target_in.num_elements() / rows;
+  const int64_t count = indices.num_elements();
+  if (count == 0) return target_in;
+  const bool exclusive = target_in.RefCountIsOne();
+  Tensor target = target_in;
+  if (!exclusive) {
+    // Someone still holds the old value (a fetched Read): update a copy.
+    TDF_ASSIGN_OR_RETURN(target, Tensor::Empty(target_in.dtype(), target_in.shape(), target_in.device()));
+    TDF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(target.raw_mutable_data(), target_in.raw_data(), target_in.bytes(),
+                                             cudaMemcpyDeviceToDevice, launch.stream));
+  }
+  Tensor idx = indices;
+  if (idx.device() != target.device()) {
+    // Stream-ordered before the kernels; the runtime stages the pageable
+    // source before returning, so it may go away at once.
+    TDF_ASSIGN_OR_RETURN(idx, Tensor::Empty(indices.dtype(), indices.shape(), target.device()));
+    TDF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(idx.raw_mutable_data(), indices.raw_data(), indices.bytes(),
+                                             cudaMemcpyHostToDevice, launch.stream));
+  }
+  const int64_t n = count * inner;
+  CheckedLaunch checked(launch.device, ctx);
+  TDF_RETURN_IF_ERROR(checked.status());
+  T* dst = target.mutable_data<T>();
+  const T* src = updates.data<T>();
+  if (idx.dtype() == DType::kInt64) {
+    CheckScatterIndicesKernel<int64_t>
+        <<<GridFor(count), 256, 0, launch.stream>>>(idx.data<int64_t>(), count, rows, checked.word());
+    if (n > 0)
+      ScatterAddRowsKernel<T, int64_t>
+          <<<GridFor(n), 256, 0, launch.stream>>>(src, idx.data<int64_t>(), dst, n, inner, checked.word());
+  } else {
+    CheckScatterIndicesKernel<int32_t>
+        <<<GridFor(count), 256, 0, launch.stream>>>(idx.data<int32_t>(), count, rows, checked.word());
+    if (n > 0)
+      ScatterAddRowsKernel<T, int32_t>
+          <<<GridFor(n), 256, 0, launch.stream>>>(src, idx.data<int32_t>(), dst, n, inner, checked.word());
+  }
+  TDF_CUDA_RETURN_IF_LAUNCH_FAILED("ScatterAddRowsKernel");
+  return target;
+}
+
 void RegisterCudaGradientKernels(KernelRegistry& r) {
   RegisterCuda<ConcatGradKernel>(r, "ConcatGrad");
   RegisterCuda<SliceGradKernel>(r, "SliceGrad");
@@ -432,4 +499,20 @@ void RegisterCudaGradientKernels(KernelRegistry& r) {
 }
 
 }  // namespace cuda
+}  // namespace tdf
+
+namespace tdf {
+
+absl::StatusOr<Tensor> DeviceBackend::ScatterAddRows(const Tensor& target, const Tensor& indices,
+                                                     const Tensor& updates, const KernelContext& ctx) {
+  switch (target.dtype()) {
+    case DType::kFloat32: return cuda::ScatterAddRowsAs<float>(target, indices, updates, ctx);
+    case DType::kFloat64: return cuda::ScatterAddRowsAs<double>(target, indices, updates, ctx);
+    case DType::kInt32: return cuda::ScatterAddRowsAs<int32_t>(target, indices, updates, ctx);
+    case DType::kInt64: return cuda::ScatterAddRowsAs<int64_t>(target, indices, updates, ctx);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("ScatterAdd: dtype ", DTypeName(target.dtype()), " on a GPU"));
+  }
+}
+
 }  // namespace tdf

@@ -100,18 +100,6 @@ absl::Status ScatterAddRows(VariableSlot& var, const Tensor& indices, const Tens
                                                      ") is out of range [0, ", rows, ") for variable '", var.name,
                                                      "' of shape ", vs.DebugString()));
   }
-  if (!var.value.device().is_cpu()) {
-    // The scatter of the updates into zeros of the variable's shape
-    // (GatherGrad, which accumulates repeats), then one Add.
-    TDF_ASSIGN_OR_RETURN(Tensor dev_indices, CopyTensorTo(indices, var.value.device()));
-    TDF_ASSIGN_OR_RETURN(Tensor dev_updates, CopyTensorTo(updates, var.value.device()));
-    TDF_ASSIGN_OR_RETURN(Tensor scattered, RunDeviceKernel("GatherGrad", {&var.value, &dev_indices, &dev_updates},
-                                                           var.value.device(), {{"axis", int64_t{0}}}));
-    TDF_ASSIGN_OR_RETURN(Tensor out, RunDeviceKernel("Add", {&var.value, &scattered}, var.value.device()));
-    var.value = out;
-    ctx.set_output(0, std::move(out));
-    return absl::OkStatus();
-  }
   TDF_ASSIGN_OR_RETURN(Tensor out, UpdateTarget(var, /*copy=*/true));
   T* dst = out.mutable_data<T>();
   const T* src = updates.data<T>();
@@ -198,8 +186,15 @@ class StateKernel final : public OpKernel {
   static absl::Status ScatterAdd(VariableSlot& var, KernelContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var.mu) {
     if (!ctx.input(1).valid() || !ctx.input(2).valid())
       return absl::InvalidArgumentError("ScatterAdd: indices and updates must be valid tensors");
-    // Indices are range-checked on the host; updates go where the variable is.
-    TDF_ASSIGN_OR_RETURN(const Tensor indices, CopyTensorTo(ctx.input(1), Device::Cpu()));
+    // Updates go where the variable is. A host variable's indices are
+    // range-checked on the host; a GPU variable's on the device (the check
+    // and the update queue behind each other, no wait), so host indices
+    // stay where they are.
+    const bool on_device = !var.device.is_cpu();
+    TDF_ASSIGN_OR_RETURN(const Tensor indices,
+                         on_device && (ctx.input(1).device().is_cpu() || ctx.input(1).device() == var.device)
+                             ? absl::StatusOr<Tensor>(ctx.input(1))
+                             : CopyTensorTo(ctx.input(1), Device::Cpu()));
     TDF_ASSIGN_OR_RETURN(const Tensor updates, CopyTensorTo(ctx.input(2), var.device));
     if (var.dtype != DType::kFloat32 && var.dtype != DType::kFloat64 && var.dtype != DType::kInt32 &&
         var.dtype != DType::kInt64)
@@ -224,6 +219,12 @@ class StateKernel final : public OpKernel {
                                                      ", indices ", indices.shape().DebugString(), " into variable '",
                                                      var.name, "' of shape ", var.value.shape().DebugString(),
                                                      " need ", want.DebugString()));
+    if (on_device) {
+      TDF_ASSIGN_OR_RETURN(Tensor out, DeviceBackend::ScatterAddRows(var.value, indices, updates, ctx));
+      var.value = out;
+      ctx.set_output(0, std::move(out));
+      return absl::OkStatus();
+    }
     absl::Status status;
     DispatchDType(var.dtype, [&](auto zero) {
       using T = decltype(zero);

@@ -135,5 +135,51 @@ TEST(GpuVariables, AssignCheckpointAndRestoreGoThroughTheHost) {
   std::remove(path.c_str());
 }
 
+// E[idx[j]] += upd[j] on a GPU variable, as the target "scatter".
+Graph ScatterGraph(const Tensor& initial) {
+  GraphBuilder g;
+  Output e = g.Variable("E", initial);
+  g.Op("ScatterAdd", {e, g.Placeholder("idx", DType::kInt64), g.Placeholder("upd", DType::kFloat64)},
+       {{"dtype", DType::kFloat64}}, "scatter");
+  absl::StatusOr<Graph> graph = g.Build();
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return graph.ok() ? *std::move(graph) : Graph();
+}
+
+TEST(GpuVariables, ScatterAddChecksItsIndicesOnTheDeviceAllOrNothing) {
+  TDF_SKIP_WITHOUT_GPU();
+  const Tensor initial = RandomDoubles(Shape({5, 2}), 21);
+  std::unique_ptr<Session> gpu = MakeSession(ScatterGraph(initial), true);
+  std::unique_ptr<Session> cpu = MakeSession(ScatterGraph(initial), false);
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_NE(cpu, nullptr);
+  auto feeds = [](std::vector<int64_t> idx) {
+    const int64_t k = static_cast<int64_t>(idx.size());
+    return std::vector<std::pair<std::string, Tensor>>{{"idx", Tensor::Vector<int64_t>(idx)},
+                                                       {"upd", RandomDoubles(Shape({k, 2}), 30 + k)}};
+  };
+  // Repeats accumulate, as on the CPU.
+  for (const std::vector<int64_t>& idx : {std::vector<int64_t>{1, 3, 1}, {4}, {0, 0, 2, 2, 2}}) {
+    ASSERT_TRUE(gpu->Run(feeds(idx), {}, {"scatter"}).ok());
+    ASSERT_TRUE(cpu->Run(feeds(idx), {}, {"scatter"}).ok());
+  }
+  const Tensor before = *gpu->ReadVariable("E");
+  EXPECT_TRUE(kernel_test::TensorNear(before, *cpu->ReadVariable("E"), 1e-12));
+  // A bad index fails the run, names the node, and adds nothing at all.
+  absl::Status bad = gpu->Run(feeds({2, 5, 1}), {}, {"scatter"}).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_NE(bad.message().find("node 'scatter' (ScatterAdd) at tag []: ScatterAdd: an index is out of range"),
+            std::string::npos)
+      << bad;
+  EXPECT_TRUE(kernel_test::TensorEq(*gpu->ReadVariable("E"), before));
+  bad = gpu->Run(feeds({-1}), {}, {"scatter"}).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_TRUE(kernel_test::TensorEq(*gpu->ReadVariable("E"), before));
+  // The variable still updates afterwards.
+  ASSERT_TRUE(gpu->Run(feeds({3}), {}, {"scatter"}).ok());
+  ASSERT_TRUE(cpu->Run(feeds({3}), {}, {"scatter"}).ok());
+  EXPECT_TRUE(kernel_test::TensorNear(*gpu->ReadVariable("E"), *cpu->ReadVariable("E"), 1e-12));
+}
+
 }  // namespace
 }  // namespace tdf
