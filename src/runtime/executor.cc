@@ -2568,22 +2568,19 @@ void Worker::Flush() {
 }
 
 // Frees every frame still reachable from the root (after an error, a cancel
-// or a run that could not finish) without recursion.
+// or a run that could not finish) without recursion. Every frame is found,
+// and the "waits for" lines (which name tags, walking parents) made, before
+// any frame or loop is freed: a freed frame's memory may already belong to
+// another run.
 int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::string>* waiting, int max_waiting) {
-  int64_t freed = 0;
+  std::vector<Frame*> frames;
+  std::vector<LoopState*> loops;
   std::vector<Frame*> todo{root};
   while (!todo.empty()) {
     Frame* f = todo.back();
     todo.pop_back();
+    frames.push_back(f);
     const ExecBlock& block = *f->block;
-    if (waiting != nullptr && static_cast<int>(waiting->size()) < max_waiting) {
-      for (size_t i = 0; i < block.nodes.size() && static_cast<int>(waiting->size()) < max_waiting; ++i) {
-        const ExecNode& n = exe.nodes[block.nodes[i]];
-        const int32_t p = f->pending()[i].load(std::memory_order_relaxed);
-        if (n.kind != NodeKind::kMerge && p > 0 && p < n.pending_init)
-          waiting->push_back(absl::StrCat(NodeAtTag(exe.info[n.id], f), " waits for ", p, " of ", n.pending_init, " inputs"));
-      }
-    }
     ChildSlot* children = f->children();
     for (int32_t s = 0; s < block.num_child_slots; ++s) {
       void* c = children[s].child.load(std::memory_order_acquire);
@@ -2591,15 +2588,26 @@ int64_t FreeAllFrames(Frame* root, const ExecutableGraph& exe, std::vector<std::
       if (block.child_is_loop[s]) {
         auto* loop = static_cast<LoopState*>(c);
         for (Frame* it : loop->live) todo.push_back(it);
-        delete loop;
+        loops.push_back(loop);
       } else {
         todo.push_back(static_cast<Frame*>(c));
       }
     }
-    FreeFrame(f);
-    ++freed;
   }
-  return freed;
+  if (waiting != nullptr) {
+    for (Frame* f : frames) {
+      const ExecBlock& block = *f->block;
+      for (size_t i = 0; i < block.nodes.size() && static_cast<int>(waiting->size()) < max_waiting; ++i) {
+        const ExecNode& n = exe.nodes[block.nodes[i]];
+        const int32_t p = f->pending()[i].load(std::memory_order_relaxed);
+        if (n.kind != NodeKind::kMerge && p > 0 && p < n.pending_init)
+          waiting->push_back(absl::StrCat(NodeAtTag(exe.info[n.id], f), " waits for ", p, " of ", n.pending_init, " inputs"));
+      }
+    }
+  }
+  for (Frame* f : frames) FreeFrame(f);
+  for (LoopState* loop : loops) delete loop;
+  return static_cast<int64_t>(frames.size());
 }
 
 }  // namespace
