@@ -158,6 +158,43 @@ class Compiler {
                          absl::StrCat("a Call of an argument must feed one argument Merge of its callee; it feeds ",
                                       calls));
     }
+    // arg_index names the argument a Call supplies: every Call that feeds an
+    // argument Merge must give that Merge's one index, and each of a
+    // function's argument Merges its own. Otherwise the
+    // executor's bookkeeping of which arguments a site supplies (and so
+    // which it must send dead) would deliver twice into one slot.
+    {
+      absl::flat_hash_map<int32_t, std::pair<int64_t, const NodeBuild*>> merge_index;  // merge -> (index, a Call)
+      absl::flat_hash_map<std::string, std::vector<int32_t>> merges_of;                // function -> its merges
+      for (const NodeBuild& call : nodes_) {
+        const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
+        if (call.kind != NodeKind::kCall || arg < 0) continue;
+        for (const OutEdge& e : call.edges) {
+          if (e.kind != EdgeKind::kCall) continue;
+          auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
+          if (first) {
+            merges_of[Info(call).def->GetString("function").value_or("")].push_back(e.dst);
+          } else if (it->second.first != arg) {
+            return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
+                                          "', which Call '", Info(*it->second.second).def->name, "' feeds as argument ",
+                                          it->second.first));
+          }
+        }
+      }
+      for (const auto& [fn, merges] : merges_of) {
+        absl::flat_hash_map<int64_t, int32_t> merge_of_index;
+        for (int32_t m : merges) {
+          const auto& [arg, call] = merge_index.at(m);
+          auto [it, first] = merge_of_index.try_emplace(arg, m);
+          if (!first)
+            return NodeError(*Info(*call).def, absl::StatusCode::kInvalidArgument,
+                             absl::StrCat("arg_index ", arg, " of '", fn, "' feeds the argument Merge '",
+                                          Info(nodes_[m]).def->name, "', and another Call's feeds '",
+                                          Info(nodes_[it->second]).def->name, "'"));
+        }
+      }
+    }
     // A call site (function, call_site) lives in one frame: its Calls and
     // Returns are that frame's nodes, and results are routed there by label.
     absl::flat_hash_map<std::pair<std::string, int32_t>, int32_t> site_block;

@@ -1138,6 +1138,28 @@ int RunRepro(const Repro& r) {
   return 0;
 }
 
+// Found by the mutants under TSan: a transformed graph whose Calls disagree
+// on which argument feeds an argument Merge made the executor send that
+// argument dead as well as live, two deliveries racing into one slot.
+TEST(MutatedGraphsTest, CallsThatDisagreeOnAnArgumentIndexAreRejected) {
+  const Graph fib = TransformedGraph(reference::Fib());
+  // The main graph's Call supplies fib's argument 0, as fib's own calls do.
+  Graph g = fib;
+  FindIn(g.node, "Invoke_1/call_0")->attr["arg_index"] = int64_t{1000};
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(s.status().message());
+  EXPECT_NE(message.find("Invoke_1/call_0"), std::string::npos) << message;
+  EXPECT_NE(message.find("1000"), std::string::npos) << message;
+  // Unchanged, it compiles and runs.
+  absl::StatusOr<std::unique_ptr<Session>> ok = Session::Create(fib);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  absl::StatusOr<std::vector<Tensor>> out = (*ok)->Run({{"n", I64(10)}}, {"result"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int64_t>(), reference::NativeFib(10));
+}
+
 TEST(MutatedGraphsTest, MinimalRepros) {
   ThreadsafeDeathTests style;
   for (const Repro& r : Repros()) {
