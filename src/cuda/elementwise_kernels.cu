@@ -59,12 +59,10 @@ __device__ __forceinline__ T WrapMul(T a, T b) {
 }
 
 // ---------------------------------------------------------------------------
-// Binary functors: kName, Supports<T>, Out<T>, CanFail<T> (Apply may set a
-// bit of the launch's error word), and a __device__ Apply.
+// Binary functors: kName, Supports<T>, Out<T>, and a __device__ Apply that
+// may set a bit of the launch's error word (kCanFail).
 
 struct NumericSame {
-  template <typename T>
-  static constexpr bool CanFail() { return false; }
   template <typename T>
   static constexpr bool Supports() { return kIsNumeric<T>; }
   template <typename T>
@@ -72,23 +70,17 @@ struct NumericSame {
 };
 struct FloatSame {
   template <typename T>
-  static constexpr bool CanFail() { return false; }
-  template <typename T>
   static constexpr bool Supports() { return kIsFloat<T>; }
   template <typename T>
   using Out = T;
 };
 struct CompareBase {
   template <typename T>
-  static constexpr bool CanFail() { return false; }
-  template <typename T>
   static constexpr bool Supports() { return true; }
   template <typename T>
   using Out = bool;
 };
 struct LogicalBase {
-  template <typename T>
-  static constexpr bool CanFail() { return false; }
   template <typename T>
   static constexpr bool Supports() { return std::is_same_v<T, bool>; }
   template <typename T>
@@ -119,8 +111,6 @@ TDF_BINARY(LogicalOr, LogicalBase, a || b)
 #undef TDF_BINARY
 
 struct DivF : NumericSame {
-  template <typename T>
-  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Div";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -136,8 +126,6 @@ struct DivF : NumericSame {
   }
 };
 struct ModF : NumericSame {
-  template <typename T>
-  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Mod";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -175,8 +163,6 @@ struct MinimumF : NumericSame {
   }
 };
 struct PowF : NumericSame {
-  template <typename T>
-  static constexpr bool CanFail() { return kIsInt<T>; }
   static constexpr const char* kName = "Pow";
   template <typename T>
   __device__ static T Apply(T a, T b, unsigned int* err) {
@@ -200,6 +186,11 @@ struct PowF : NumericSame {
     }
   }
 };
+
+// Integer Div, Mod and Pow are the binary ops whose Apply can fail.
+template <typename F, typename T>
+inline constexpr bool kCanFail =
+    kIsInt<T> && (std::is_same_v<F, DivF> || std::is_same_v<F, ModF> || std::is_same_v<F, PowF>);
 
 // Equal shapes (mode 0), `a` one element (1), `b` one element (2).
 template <typename F, typename T, typename O>
@@ -275,9 +266,9 @@ class BinaryKernel final : public OpKernel {
     TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(DTypeOf<O>::value, so, device_));
     const int64_t n = out.num_elements();
     if (n > 0) {
-      // Only integer Div, Mod and Pow can fail; the rest launch unchecked.
+      // Only ops that can fail take an error word; the rest launch unchecked.
       std::optional<CheckedLaunch> checked;
-      if constexpr (F::template CanFail<T>()) {
+      if constexpr (kCanFail<F, T>) {
         checked.emplace(launch.device, ctx);
         TDF_RETURN_IF_ERROR(checked->status());
       }

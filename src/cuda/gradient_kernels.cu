@@ -241,25 +241,16 @@ __global__ void GatherGradKernelImpl(const T* dy, const I* idx, T* out, int64_t 
   }
 }
 
-// When dy is empty but indices are not (outer or inner is 0), the CPU still
-// checks every index: so does this.
+// Sets `bit` for an index outside [0, limit). GatherGrad runs it when dy is
+// empty but indices are not (the CPU still checks every index);
+// ScatterAddRows runs it before the update, which only happens when no bit
+// was set: all or nothing, in stream order.
 template <typename I>
-__global__ void CheckIndicesKernel(const I* idx, int64_t count, int64_t limit, unsigned int* err) {
+__global__ void CheckIndicesKernel(const I* idx, int64_t count, int64_t limit, unsigned int bit, unsigned int* err) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
        j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t k = static_cast<int64_t>(idx[j]);
-    if (k < 0 || k >= limit) atomicOr(err, kErrGatherIndexOutOfRange);
-  }
-}
-
-// ScatterAddRows (DeviceBackend): a check of every index, then, only when
-// the check set no bit, the update: all or nothing, in stream order.
-template <typename I>
-__global__ void CheckScatterIndicesKernel(const I* idx, int64_t count, int64_t rows, unsigned int* err) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < count;
-       j += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const int64_t k = static_cast<int64_t>(idx[j]);
-    if (k < 0 || k >= rows) atomicOr(err, kErrScatterIndexOutOfRange);
+    if (k < 0 || k >= limit) atomicOr(err, bit);
   }
 }
 
@@ -329,10 +320,10 @@ class GatherGradKernel final : public OpKernel {
     } else if (count > 0) {
       if (indices.dtype() == DType::kInt64) {
         CheckIndicesKernel<int64_t><<<GridFor(count), 256, 0, launch.stream>>>(indices.data<int64_t>(), count,
-                                                                               limit, err);
+                                                                               limit, kErrGatherIndexOutOfRange, err);
       } else {
         CheckIndicesKernel<int32_t><<<GridFor(count), 256, 0, launch.stream>>>(indices.data<int32_t>(), count,
-                                                                               limit, err);
+                                                                               limit, kErrGatherIndexOutOfRange, err);
       }
       TDF_CUDA_RETURN_IF_LAUNCH_FAILED("CheckIndicesKernel");
     }
@@ -475,14 +466,14 @@ absl::StatusOr<Tensor> ScatterAddRowsAs(const Tensor& target_in, const Tensor& i
   T* dst = target.mutable_data<T>();
   const T* src = updates.data<T>();
   if (idx.dtype() == DType::kInt64) {
-    CheckScatterIndicesKernel<int64_t>
-        <<<GridFor(count), 256, 0, launch.stream>>>(idx.data<int64_t>(), count, rows, checked.word());
+    CheckIndicesKernel<int64_t><<<GridFor(count), 256, 0, launch.stream>>>(
+        idx.data<int64_t>(), count, rows, kErrScatterIndexOutOfRange, checked.word());
     if (n > 0)
       ScatterAddRowsKernel<T, int64_t>
           <<<GridFor(n), 256, 0, launch.stream>>>(src, idx.data<int64_t>(), dst, n, inner, checked.word());
   } else {
-    CheckScatterIndicesKernel<int32_t>
-        <<<GridFor(count), 256, 0, launch.stream>>>(idx.data<int32_t>(), count, rows, checked.word());
+    CheckIndicesKernel<int32_t><<<GridFor(count), 256, 0, launch.stream>>>(
+        idx.data<int32_t>(), count, rows, kErrScatterIndexOutOfRange, checked.word());
     if (n > 0)
       ScatterAddRowsKernel<T, int32_t>
           <<<GridFor(n), 256, 0, launch.stream>>>(src, idx.data<int32_t>(), dst, n, inner, checked.word());

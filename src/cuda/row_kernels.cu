@@ -61,10 +61,9 @@
 //      of range can only be seen by a kernel: the row is skipped (or, in
 //      IndexedRows, stored as -1, which every reader skips) and the kernel
 //      sets kErrRowIndexOutOfRange in its launch's error word (CheckedLaunch),
-//      which the next DeviceBackend::Synchronize (CopyToHost does one) reports,
-//      naming the node and tag, as
-//      InvalidArgument ("indexed rows: a row index is out of range"), as the
-//      CUDA Gather does. IndexedRowsSplit still writes the bad index, and
+//      which the next DeviceBackend::Synchronize (CopyToHost does one)
+//      reports as InvalidArgument naming the node and tag ("indexed rows: a
+//      row index is out of range"), as the CUDA Gather does. IndexedRowsSplit still writes the bad index, and
 //      the shared or concatenated rows are checked by the kernels that copy
 //      them (or a check kernel when shared). Host indices of IndexedRows are
 //      checked on the host, with the CPU's message.
