@@ -103,7 +103,8 @@ struct SessionOptions {
   // Switch firings. Off: all of them fire, as in the paper.
   bool forward_call_values = true;
   // Static mode, with forward_call_values: a function whose result is a tail
-  // call's (ack's ack(m - 1, ...), a tail-recursive search) gives its frame
+  // call's (ack's ack(m - 1, ...), a tail-recursive search, f(n) = g(n + 1)
+  // with no condition at all) gives its frame
   // back once its own work is done, and the callee returns straight to the
   // caller's caller: a tail recursion holds one live frame, not one per call.
   // Tag depths still count every call (max_tag_depth applies as before);
@@ -206,9 +207,11 @@ class Session {
   // anything needs one of its results; a call runs whole (its body and every
   // argument of its site) when anything needs one of its results, except
   // that a differentiated call (AddGradients) whose gradient nothing needs
-  // runs its forward part only: the gradient path drains dead. Nodes inside a While loop's body or a
-  // function's body cannot be fetched (NOT_FOUND): fetch what leaves them
-  // (the loop's results, the call's results). A fetch in a Cond
+  // runs its forward part only: the gradient path drains dead. The results of a
+  // main-graph While are fetched by their Exit nodes' names (b.Name(b.While(...)[i])),
+  // or named as targets; a loop in an untaken branch gives dead Exits. Other
+  // nodes inside a While loop's body or a function's body cannot be fetched
+  // (NOT_FOUND): fetch what leaves them (the loop's results, the call's results). A fetch in a Cond
   // branch that did not run fails the run (FAILED_PRECONDITION: dead output).
   // A main-graph Invoke (GraphBuilder::Call) is fetched as its call's
   // results, in either mode: "call" or "call:r" is result r; as a target,

@@ -23,6 +23,13 @@ int32_t ExecutableGraph::FindMainNode(absl::string_view name) const {
   return id >= 0 && nodes[id].block == 0 ? id : -1;
 }
 
+int32_t ExecutableGraph::FindMainLoopExit(absl::string_view name) const {
+  const int32_t id = main_index.Find(name);
+  if (id < 0 || nodes[id].kind != NodeKind::kExit) return -1;
+  const ExecBlock& loop = blocks[nodes[id].block];
+  return loop.kind == ExecBlock::Kind::kLoop && loop.parent == 0 ? id : -1;
+}
+
 const std::vector<int32_t>* ExecutableGraph::FindInvokeResults(absl::string_view name) const {
   auto it = invoke_results.find(name);
   return it == invoke_results.end() ? nullptr : &it->second;
@@ -871,7 +878,8 @@ class Compiler {
   // triggers itself, live exactly when the predicate is live and selects
   // their port (OutEdge::kPivot; its own data may be dead), and the pivot
   // never fires: fib, one firing fewer per call. Only a pivot outside any
-  // dead region whose every consumer is a control input in the frame.
+  // dead region whose every consumer is a control input in the frame, and a
+  // taker outside any region that is skipped.
   void ForwardPivotSwitches() {
     std::vector<NodeBuild>& nodes = nodes_;
     for (ExecBlock& blk : exe_->blocks) {
@@ -917,8 +925,14 @@ class Compiler {
         int32_t taker = -1;
         for (int32_t tid : blk.nodes) {
           const NodeBuild& t = nodes[tid];
+          // Nor a taker that a dead region skips: the region's frontier,
+          // made before this pass, does not hold the edges it would take
+          // over, and the pivot (outside every region) must send them
+          // whenever its predicate arrives. (A Cond whose data comes through
+          // an untaken outer branch: its branches never started, and loops
+          // in them never ended.)
           if (tid != sid && simple(t) && t.switch_group == pivot.switch_group && source(t, 1) == pred &&
-              source(t, 0) != pred) {
+              source(t, 0) != pred && !(options_.skip_dead_branches && dead_with_.count(tid) > 0)) {
             taker = tid;
             break;
           }
@@ -1173,9 +1187,32 @@ class Compiler {
       }
       return -1;
     };
+    // A result node of one input whose firing would only return its value
+    // (no local consumer but Merge marks): the caller's result Identity or
+    // forwarded Return that an unconditional tail call's result reaches.
+    auto returns_only = [&](const NodeBuild& d) {
+      if (d.num_inputs != 1 || d.has_invariants || Info(d).forwarded || Info(d).result_index < 0 ||
+          Info(d).return_edges_by_label.empty() || exe_->blocks[d.block].kind != ExecBlock::Kind::kFunction)
+        return false;
+      if (!(d.kind == NodeKind::kReturn || (d.kind == NodeKind::kKernel && d.scalar_op == ScalarOp::kIdentity)))
+        return false;
+      for (const OutEdge& e : d.edges) {
+        const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
+        const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
+        if (!returns_value && !counts_dead_only) return false;
+      }
+      return true;
+    };
     auto mark = [&](OutEdge& e) {
       NodeBuild& d = nodes[e.dst];
-      if (e.src_port < 0 || e.pivot() || d.kind != NodeKind::kMerge || e.dst_mode != DstMode::kMerge) return;
+      if (e.src_port < 0 || e.pivot()) return;
+      if (e.kind == EdgeKind::kReturn && e.dst_mode == DstMode::kSingle && returns_only(d)) {
+        Info(d).tail_result = d.id;
+        e.SetFlag(OutEdge::kReturnTail, true);
+        e.dst_mode = DstMode::kSingleTail;
+        return;
+      }
+      if (d.kind != NodeKind::kMerge || e.dst_mode != DstMode::kMerge) return;
       const int32_t result = tail_result(d.id, e.dst_slot - d.slot_base);
       if (result < 0) return;
       Info(d).tail_result = result;

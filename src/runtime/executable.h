@@ -46,6 +46,12 @@ enum class DstMode : uint8_t {
   // is dropped. Uncounted, it keeps the Merge from ever firing: its dead
   // inputs then never reach its input count.
   kMergeMark,
+  // Into a function's result node of one input that only returns its value
+  // (an unconditional tail call's result: f(n) = f(n + 1)), on an
+  // OutEdge::kReturnTail edge: a live token goes to the frame's caller
+  // (Worker::ForwardTailResult), a dead one is delivered as for kSingle.
+  // After the Merge modes, so the common modes' test stays one compare.
+  kSingleTail,
 };
 
 struct OutEdge {
@@ -79,7 +85,8 @@ struct OutEdge {
   //   (Worker::DeliverReturns).
   // - kReturnTail: an edge into a Merge of a function body that only passes
   //   the value on to the function's result (a tail call's result, a base
-  //   case's value): a live token goes to the frame's caller instead
+  //   case's value), or into that result itself (DstMode::kSingleTail): a
+  //   live token goes to the frame's caller instead
   //   (Worker::ForwardTailResult, NodeInfo::tail_result).
   static constexpr uint8_t kPivot = 1, kCallInline = 2, kSwitchInline = 4, kValueInline = 8, kConstInline = 16,
                            kReturnInline = 32, kReturnTail = 64;
@@ -279,8 +286,9 @@ struct alignas(64) NodeInfo {
   int32_t io_index = -1;
   // Variable handle (kKernel Variable): index in the session's variables.
   int32_t variable = -1;
-  // A Merge that OutEdge::kReturnTail edges skip: the function's result
-  // Merge whose Return edges take the value on.
+  // A Merge that OutEdge::kReturnTail edges skip, or a result node they
+  // skip (DstMode::kSingleTail): the function's result node whose Return
+  // edges take the value on.
   int32_t tail_result = -1;
   // A node with Return edges (return_edges_by_label): the index of the
   // function result it delivers (the Returns' result_index).
@@ -370,6 +378,9 @@ struct ExecutableGraph {
   ExecutionMode mode = ExecutionMode::kStatic;
 
   int32_t FindMainNode(absl::string_view name) const;  // -1 if none
+  // An Exit of a loop of the main graph (not nested in another loop): its
+  // results arrive in the root frame, so it can be fetched. -1 if none.
+  int32_t FindMainLoopExit(absl::string_view name) const;
   // Static mode: the main graph's Invokes, which the transformation replaced
   // by Call and Return nodes, by name: the Return node of each output port.
   // A fetch or target naming such an Invoke resolves to them, so that it

@@ -391,6 +391,11 @@ struct RunState {
   std::vector<Tensor> fetched;
   std::vector<uint8_t> fetched_set;
   std::vector<uint8_t> fired_in_root;        // per main-block index, set for watched nodes
+  // Exits of main-graph loops that are fetched or targets (global ids; a
+  // few), and whether each fired: live, or dead when its loop ended
+  // without it (Worker::RecordExit).
+  std::vector<int32_t> watched_exits;
+  std::vector<uint8_t> exit_fired;
   Frame* root = nullptr;
   std::atomic<bool> root_done{false};
 
@@ -624,6 +629,7 @@ class Worker {
   bool FireKernelSlow(Frame* f, const ExecNode& n, Token* out);
   void RecordFiring(Frame* f, const ExecNode& n, bool dead, std::chrono::steady_clock::time_point t0);
   void RecordFetch(const ExecNode& n, const Token* out);
+  void RecordExit(const ExecNode& exit, const Token& out);
   // Dynamic mode: result `port` of a fetched Invoke of the root frame.
   void RecordResult(const ExecNode& invoke, int32_t port, const Token& result);
   // Delivers `tok` along [begin, end) into `t`; returns the ready count.
@@ -1139,6 +1145,11 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   for (size_t i = 0; i < loop->block->exits.size(); ++i) {
     if (loop->exit_live[i]) continue;
     const ExecNode& exit = exe_->nodes[loop->block->exits[i]];
+    if (parent == run_->root && !run_->watched_exits.empty()) {
+      Token dead;
+      dead.set_dead(true);
+      RecordExit(exit, dead);
+    }
     for (const OutEdge& e : exit.out()) {
       if (DeliverEdge(parent, e, kNoValue, true)) {
         Push(parent, e.dst);
@@ -1148,7 +1159,14 @@ void Worker::LoopDone(LoopState* loop, FrameList* release) {
   }
   parent->children()[loop->slot_in_parent].child.store(kChildDone, std::memory_order_release);
   delete loop;
-  if (parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1 == 0) release->push_back(parent);
+  const int64_t left = parent->refs.fetch_add(ready - 1, std::memory_order_acq_rel) + ready - 1;
+  if (left == 0) {
+    release->push_back(parent);
+  } else if (left == 1) {
+    // A loop that drains after its frame's tail call was made (a dead loop
+    // in an argument's untaken branch) leaves the tail call's reference.
+    MaybeHandOverTailChild(parent);
+  }
 }
 
 bool Worker::DeliverToMerge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
@@ -1156,6 +1174,10 @@ bool Worker::DeliverToMerge(Frame* t, const OutEdge& e, const Tensor& value, boo
   if (e.return_tail() && !dead) {
     ForwardTailResult(t, &e, value);
     return false;
+  }
+  if (e.dst_mode == DstMode::kSingleTail) {  // a dead result fires the result node dead
+    t->slots()[e.dst_slot].Set(value, dead);
+    return true;
   }
   return DeliverMerge(t, exe_->nodes[e.dst], e.dst_slot, value, dead);
 }
@@ -1193,7 +1215,8 @@ inline bool Worker::CountDeadIntoMerge(Frame* t, const ExecNode& dst) {
 }
 
 inline bool Worker::DeliverEdge(Frame* t, const OutEdge& e, const Tensor& value, bool dead) {
-  static_assert(DstMode::kMergeMark > DstMode::kMerge && DstMode::kMerge > DstMode::kCounted &&
+  static_assert(DstMode::kSingleTail > DstMode::kMergeMark && DstMode::kMergeMark > DstMode::kMerge &&
+                    DstMode::kMerge > DstMode::kCounted &&
                     DstMode::kCounted > DstMode::kSingleInMain && DstMode::kSingleInMain > DstMode::kSingle,
                 "the Merge modes come last");
   if (e.dst_mode >= DstMode::kMerge) return DeliverToMerge(t, e, value, dead);
@@ -2286,6 +2309,7 @@ void Worker::Fire(Frame* f, const ExecNode& n) {
       }
       f->loop->exit_live[Info(n).io_index] = 1;
       Frame* parent = f->parent;
+      if (parent == run_->root && !run_->watched_exits.empty()) RecordExit(n, out[0]);
       int ready = DeliverEdges(parent, n.out().data(), n.out().data() + n.out().size(), out, false);
       if (ready > 0) FetchAdd(parent->refs, ready, Alone(parent));
       Release(f, -1);
@@ -2376,6 +2400,17 @@ void Worker::RecordFetch(const ExecNode& n, const Token* out) {
       run_->fetched[k] = out[t.port].value;
       run_->fetched_set[k] = 1;
     }
+  }
+}
+
+void Worker::RecordExit(const ExecNode& exit, const Token& out) {
+  for (size_t w = 0; w < run_->watched_exits.size(); ++w)
+    if (run_->watched_exits[w] == exit.id) run_->exit_fired[w] = 1;
+  auto first = run_->fetch_first.find(exit.id);
+  if (first == run_->fetch_first.end() || out.dead()) return;  // a target, or a loop never left
+  for (int32_t k = first->second; k >= 0; k = run_->fetch_next[k]) {
+    run_->fetched[k] = out.value;
+    run_->fetched_set[k] = 1;
   }
 }
 
@@ -2621,6 +2656,15 @@ Executor::~Executor() = default;
 
 namespace {
 
+// Whether a fetched or target node fired with the root as its tag: a
+// main-block node, or an Exit of a main-graph loop (into the root).
+bool FiredInRoot(const RunState& run, const ExecNode& n) {
+  if (n.block == 0) return run.fired_in_root[n.index];
+  for (size_t w = 0; w < run.watched_exits.size(); ++w)
+    if (run.watched_exits[w] == n.id) return run.exit_fired[w];
+  return false;
+}
+
 // An Enter's or a Call's output is delivered into a loop's or a callee's
 // frame, not main's: there is nothing in main to fetch or wait for.
 std::string IntoChildMessage(const char* what, const std::string& name, const NodeDef& def) {
@@ -2669,6 +2713,17 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     if (!ref.ok() || ref->is_control) return absl::InvalidArgumentError(absl::StrCat("malformed fetch '", fetch, "'"));
     int32_t id = exe_->FindMainNode(ref->node);
     int32_t port = ref->port;
+    if (const int32_t exit = exe_->FindMainLoopExit(ref->node); exit >= 0) {
+      if (port >= exe_->nodes[exit].num_outputs)
+        return absl::InvalidArgumentError(absl::StrCat("fetch '", fetch, "': node has 1 output"));
+      run.fetches.push_back({exit, port});
+      auto [first, inserted] = run.fetch_first.try_emplace(exit, -1);
+      run.fetch_next.push_back(first->second);
+      first->second = static_cast<int32_t>(run.fetches.size()) - 1;
+      if (std::find(run.watched_exits.begin(), run.watched_exits.end(), exit) == run.watched_exits.end())
+        run.watched_exits.push_back(exit);
+      continue;
+    }
     if (id < 0) {
       // Static mode: an Invoke's output r is its Return r's.
       const std::vector<int32_t>* returns = exe_->FindInvokeResults(ref->node);
@@ -2694,6 +2749,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   std::vector<int32_t> targets;
   for (const std::string& t : request.targets) {
     int32_t id = exe_->FindMainNode(t);
+    if (const int32_t exit = exe_->FindMainLoopExit(t); exit >= 0) {
+      targets.push_back(exit);
+      if (std::find(run.watched_exits.begin(), run.watched_exits.end(), exit) == run.watched_exits.end())
+        run.watched_exits.push_back(exit);
+      continue;
+    }
     if (id < 0) {
       // Static mode: an Invoke has run when each of its Returns has.
       const std::vector<int32_t>* returns = exe_->FindInvokeResults(t);
@@ -2726,6 +2787,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
         absl::StrCat("run exceeded its deadline: SessionOptions::deadline is ", absl::FormatDuration(options_.deadline)));
   if (request.cancel != nullptr && request.cancel->cancelled())
     return absl::CancelledError("run cancelled before it started");
+  run.exit_fired.assign(run.watched_exits.size(), 0);
   run.fetched.resize(run.fetches.size());
   run.fetched_set.assign(run.fetches.size(), 0);
   run.fired_in_root.assign(main_nodes, 0);
@@ -2826,7 +2888,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     for (size_t k = 0; k < run.fetches.size(); ++k) {
       if (!run.fetched_set[k]) {
         const ExecNode& n = exe_->nodes[run.fetches[k].node];
-        bool fired = run.fired_in_root[n.index];
+        const bool fired = FiredInRoot(run, n);
         status = absl::FailedPreconditionError(absl::StrCat(
             "fetch '", request.fetches[k], "' was not produced: ", NodeAtTag(Info(n), root), " ",
             fired ? "fired with a dead output" : "never fired", "; the run stopped making progress"));
@@ -2834,7 +2896,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
       }
     }
     for (int32_t id : targets) {
-      if (status.ok() && !run.fired_in_root[exe_->nodes[id].index])
+      if (status.ok() && !FiredInRoot(run, exe_->nodes[id]))
         status = absl::FailedPreconditionError(
             absl::StrCat("target ", NodeAtTag(exe_->info[id], root), " never ran"));
     }

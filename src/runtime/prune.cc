@@ -109,6 +109,8 @@ void RunPruner::BuildIndexLocked() {
   }
   for (size_t u = 0; u < unit_members.size(); ++u)
     for (int32_t m : unit_members[u]) needs.emplace_back(num_main + static_cast<int32_t>(u), m);
+  loop_unit_.clear();
+  for (const auto& [block, unit] : loop_unit) loop_unit_[block] = num_main + unit;
   const size_t num_dep_nodes = static_cast<size_t>(num_main) + unit_members.size();
   dep_begin_.assign(num_dep_nodes + 1, 0);
   for (const auto& [node, dep] : needs) ++dep_begin_[node + 1];
@@ -133,7 +135,13 @@ std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
   std::vector<uint8_t> needed(dep_begin_.size() - 1, 0);
   std::vector<int32_t> todo;
   for (int32_t id : roots) {
-    const int32_t index = exe.nodes[id].index;
+    const ExecNode& root = exe.nodes[id];
+    int32_t index = root.index;
+    if (root.block != 0) {  // an Exit of a main-graph loop: the whole loop
+      auto it = loop_unit_.find(root.block);
+      if (it == loop_unit_.end()) continue;  // a loop with no Enter never runs
+      index = it->second;
+    }
     if (!needed[index]) todo.push_back(index);
     needed[index] = 1;
   }

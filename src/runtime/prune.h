@@ -49,7 +49,8 @@ class RunPruner {
   RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out)
       : exe_(exe), gradients_may_be_left_out_(gradients_may_be_left_out) {}
 
-  // `roots`: global ids of the main-block nodes the run fetches or targets.
+  // `roots`: global ids of the nodes the run fetches or targets: main-block
+  // nodes, or Exits of a loop of the main graph (which need the whole loop).
   std::shared_ptr<const RunPlan> Plan(std::vector<int32_t> roots);
 
  private:
@@ -72,6 +73,9 @@ class RunPruner {
     uint64_t gradient_mask;
   };
   std::vector<SplitSite> split_sites_ ABSL_GUARDED_BY(mu_);
+  // A loop block of the main graph -> its unit (the dependency node of its
+  // Enters): what fetching one of its Exits needs.
+  absl::flat_hash_map<int32_t, int32_t> loop_unit_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -428,7 +428,9 @@ TEST_P(ControlFlowTest, UntakenRecursiveCallsDoNotEnterTheBody) {
 
 TEST_P(ControlFlowTest, YaghiTagsAreCallSiteLists) {
   RecordingObserver obs;
-  auto s = MakeSession(reference::Yaghi(), Options(&obs));
+  SessionOptions options = Options(&obs);
+  options.release_tail_callers = false;  // every caller keeps its label
+  auto s = MakeSession(reference::Yaghi(), options);
   ASSERT_NE(s, nullptr);
   ASSERT_NE(s->executable_graph().FindNode("g/g_body"), nullptr);
   EXPECT_EQ(RunResult(s.get(), {}).scalar<int64_t>(), 11);
@@ -437,6 +439,19 @@ TEST_P(ControlFlowTest, YaghiTagsAreCallSiteLists) {
   EXPECT_THAT(obs.Tags("g/g_body"), ::testing::UnorderedElementsAre("[0, 0]", "[0, 1]"));
   EXPECT_TRUE(obs.Tags("g/g_body", /*dead=*/true).empty());
   EXPECT_THAT(obs.Tags("result"), ElementsAre("[]"));
+
+  // f's result is its call of g's (a tail call with no condition): with the
+  // default release_tail_callers, g's invocation takes f's place once f has
+  // made the call, and its tag shows f's label passed over.
+  RecordingObserver released;
+  auto d = MakeSession(reference::Yaghi(), Options(&released));
+  ASSERT_NE(d, nullptr);
+  RunStats st;
+  EXPECT_EQ(RunResult(d.get(), {}, &st).scalar<int64_t>(), 11);
+  if (GetParam() == 1) {
+    EXPECT_EQ(st.tail_callers_released, 2);
+    EXPECT_THAT(released.Tags("g/g_body"), ::testing::UnorderedElementsAre("[+1 tail calls, 0]", "[+1 tail calls, 1]"));
+  }
 }
 
 TEST_P(ControlFlowTest, WhileBodyTagsCountIterations) {

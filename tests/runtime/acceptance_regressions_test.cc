@@ -1,0 +1,253 @@
+// What outside acceptance testing found (issue #26), each pinned by the
+// program that showed it: frames left live by loops in untaken branches,
+// main-graph loop results that could not be fetched, and unconditional tail
+// calls that were not released.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/exec_test_util.h"
+#include "tdf/builder.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using exec_test::Built;
+using exec_test::I;
+using exec_test::MakeSession;
+using exec_test::Outs;
+using ::testing::HasSubstr;
+
+// L(n): a While that counts i from 0 to 2 and carries n unchanged; its
+// result is n.
+Output CountingLoop(GraphBuilder& f, Output n) {
+  return f.While([&](const Outs& v) { return f.Less(v[0], f.Const<int64_t>(2)); },
+                 [&](const Outs& v) { return Outs{f.Add(v[0], f.Const<int64_t>(1)), v[1]}; },
+                 {f.Const<int64_t>(0), n})[1];
+}
+
+// f(n) = n < 0 ? (L(n) >= 4 ? L(n) : 0) : 0: two loops in a branch that a
+// non-negative n never takes.
+void DefineLoopsInUntakenBranch(GraphBuilder& b) {
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}}, [](GraphBuilder& f, const Outs& a) {
+        Output n = a[0];
+        return f.Cond(
+            f.Less(n, f.Const<int64_t>(0)),
+            [&] {
+              return f.Cond(
+                  f.GreaterEqual(CountingLoop(f, n), f.Const<int64_t>(4)), [&] { return Outs{CountingLoop(f, n)}; },
+                  [&] { return Outs{f.Const<int64_t>(0)}; });
+            },
+            [&] { return Outs{f.Const<int64_t>(0)}; });
+      });
+}
+
+class AcceptanceRegressionsTest : public ::testing::TestWithParam<int> {};
+
+// Item 1: the run left the loops' frames live (live_frames_after_run 2-3).
+TEST_P(AcceptanceRegressionsTest, LoopsInAnUntakenBranchLeaveNoFrame) {
+  GraphBuilder b;
+  DefineLoopsInUntakenBranch(b);
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  const Graph g = Built(b);
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    exec_test::ForEachVariant(GetParam(), [&](const SessionOptions& base) {
+      SessionOptions options = base;
+      options.mode = mode;
+      SCOPED_TRACE(exec_test::ModeName(mode));
+      auto s = MakeSession(g, options);
+      ASSERT_NE(s, nullptr);
+      for (int64_t v : {3, -1}) {
+        RunStats st;
+        EXPECT_EQ(exec_test::RunResult(s.get(), {{"n", I(v)}}, &st).scalar<int64_t>(), 0);
+        EXPECT_EQ(st.live_frames_after_run, 0) << "n = " << v;
+      }
+    });
+  }
+}
+
+// Item 1: called from a main-graph While more often than its
+// parallel_iterations, the leaked frames held the loop's window and the run
+// stalled ("the run stopped making progress").
+TEST_P(AcceptanceRegressionsTest, ManyCallsFromALoopDoNotStall) {
+  GraphBuilder b;
+  DefineLoopsInUntakenBranch(b);
+  Output times = b.Placeholder("times", DType::kInt64);
+  std::vector<Output> out = b.While(
+      [&](const Outs& v) { return b.Less(v[0], times); },
+      [&](const Outs& v) {
+        return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], b.Call("f", {b.Const<int64_t>(3)})[0])};
+      },
+      {b.Const<int64_t>(0), b.Const<int64_t>(0)});
+  b.Identity(out[0], "result");
+  const Graph g = Built(b);
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    SessionOptions options;
+    options.mode = mode;
+    options.num_workers = GetParam();
+    SCOPED_TRACE(exec_test::ModeName(mode));
+    auto s = MakeSession(g, options);
+    ASSERT_NE(s, nullptr);
+    for (int64_t times_v : {9, 10, 50}) {
+      RunStats st;
+      EXPECT_EQ(exec_test::RunResult(s.get(), {{"times", I(times_v)}}, &st).scalar<int64_t>(), times_v);
+    }
+  }
+}
+
+// Item 1: a recursion that calls f (loops in an untaken branch) on its way
+// down: g(n) = n <= 0 ? 0 : g(n - 1 + f(n)). Each f(n) left its loops'
+// frames live. (While a worker goes depth first, f's dead loops drain only
+// as the recursion unwinds: about four frames per level are live.)
+TEST_P(AcceptanceRegressionsTest, RecursionThroughLoopsInAnUntakenBranchLeavesNoFrame) {
+  GraphBuilder b;
+  DefineLoopsInUntakenBranch(b);
+  (void)b.DefineFunction(
+      FunctionSignature{"g", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}}, [](GraphBuilder& f, const Outs& a) {
+        Output n = a[0];
+        return f.Cond(
+            f.LessEqual(n, f.Const<int64_t>(0)), [&] { return Outs{f.Const<int64_t>(0)}; },
+            [&] {
+              Output next = f.Add(f.Sub(n, f.Const<int64_t>(1)), f.Call("f", {n})[0]);
+              return Outs{f.Call("g", {next})[0]};
+            });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("g", {n})[0], "result");
+  SessionOptions options;
+  options.num_workers = GetParam();
+  auto s = MakeSession(Built(b), options);
+  ASSERT_NE(s, nullptr);
+  RunStats st;
+  EXPECT_EQ(exec_test::RunResult(s.get(), {{"n", I(300)}}, &st).scalar<int64_t>(), 0);  // no frame left
+  EXPECT_LT(st.peak_live_frames, 5 * 300);
+}
+
+// Item 2: a main-graph While's results are fetched by their Exits' names,
+// and an Exit can be a target.
+TEST_P(AcceptanceRegressionsTest, MainGraphLoopResultsCanBeFetched) {
+  GraphBuilder b;
+  Output limit = b.Placeholder("limit", DType::kInt64);
+  std::vector<Output> out = b.While([&](const Outs& v) { return b.Less(v[0], limit); },
+                                    [&](const Outs& v) {
+                                      return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Mul(v[1], b.Const<int64_t>(2))};
+                                    },
+                                    {b.Const<int64_t>(0), b.Const<int64_t>(1)});
+  const std::string i_name = b.Name(out[0]), p_name = b.Name(out[1]);
+  const Graph g = Built(b);
+  for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+    SessionOptions options;
+    options.mode = mode;
+    options.num_workers = GetParam();
+    SCOPED_TRACE(exec_test::ModeName(mode));
+    auto s = MakeSession(g, options);
+    ASSERT_NE(s, nullptr);
+    RunStats st;
+    absl::StatusOr<std::vector<Tensor>> r = s->Run({{"limit", I(5)}}, {p_name, i_name}, {}, &st);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->at(0).scalar<int64_t>(), 32);
+    EXPECT_EQ(r->at(1).scalar<int64_t>(), 5);
+    EXPECT_EQ(st.live_frames_after_run, 0);
+    // Only the loop's result p: i runs too (the loop runs whole).
+    r = s->Run({{"limit", I(3)}}, {p_name});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->at(0).scalar<int64_t>(), 8);
+    // As a target.
+    r = s->Run({{"limit", I(3)}}, {}, {i_name});
+    EXPECT_TRUE(r.ok()) << r.status();
+    // Its feed is needed.
+    r = s->Run({}, {p_name});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
+}
+
+// Item 2: a loop in an untaken branch of the main graph: its Exit fires dead,
+// so fetching it fails as any dead fetch does, and as a target it ran.
+TEST_P(AcceptanceRegressionsTest, ExitOfALoopInAnUntakenMainBranch) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kInt64);
+  std::string exit_name;
+  b.Cond(
+      b.Less(x, b.Const<int64_t>(0)),
+      [&] {
+        Output r = CountingLoop(b, x);
+        exit_name = b.Name(r);
+        return Outs{r};
+      },
+      [&] { return Outs{x}; });
+  const Graph g = Built(b);
+  SessionOptions options;
+  options.num_workers = GetParam();
+  auto s = MakeSession(g, options);
+  ASSERT_NE(s, nullptr);
+  absl::StatusOr<std::vector<Tensor>> r = s->Run({{"x", I(-4)}}, {exit_name});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->at(0).scalar<int64_t>(), -4);
+  r = s->Run({{"x", I(4)}}, {exit_name});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("dead"));
+  r = s->Run({{"x", I(4)}}, {}, {exit_name});
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
+// Item 2: the nodes of a loop nested in a main-graph loop stay unfetchable,
+// with a message that says what to fetch.
+TEST_P(AcceptanceRegressionsTest, NestedLoopExitIsNotFetchable) {
+  GraphBuilder b;
+  std::string inner_exit;
+  std::vector<Output> out = b.While([&](const Outs& v) { return b.Less(v[0], b.Const<int64_t>(3)); },
+                                    [&](const Outs& v) {
+                                      Output inner = CountingLoop(b, v[0]);
+                                      inner_exit = b.Name(inner);
+                                      return Outs{b.Add(inner, b.Const<int64_t>(1))};
+                                    },
+                                    {b.Const<int64_t>(0)});
+  const Graph g = Built(b);
+  auto s = MakeSession(g, SessionOptions{});
+  ASSERT_NE(s, nullptr);
+  absl::StatusOr<std::vector<Tensor>> r = s->Run({}, {inner_exit});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
+  r = s->Run({}, {b.Name(out[0])});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->at(0).scalar<int64_t>(), 3);
+}
+
+// Item 10: f(n) = f(n + 1), a tail call with no base case at all, holds a
+// few frames, not one per call, until the depth limit stops it.
+TEST_P(AcceptanceRegressionsTest, UnconditionalTailCallIsReleased) {
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) {
+                           return Outs{f.Call("f", {f.Add(a[0], f.Const<int64_t>(1))})[0]};
+                         });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  SessionOptions options;
+  options.num_workers = GetParam();
+  options.max_tag_depth = 5000;
+  options.exact_live_frames = true;
+  auto s = MakeSession(Built(b), options);
+  ASSERT_NE(s, nullptr);
+  RunStats st;
+  absl::StatusOr<std::vector<Tensor>> r = s->Run({{"n", I(0)}}, {"result"}, {}, &st);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  // Frames another worker can reach are never handed over; a chain has
+  // little to steal, but a steal keeps its frames.
+  if (GetParam() == 1) {
+    EXPECT_LE(st.peak_live_frames, 3);
+    EXPECT_GE(st.tail_callers_released, 4990);
+  } else {
+    EXPECT_LT(st.peak_live_frames, 500);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, AcceptanceRegressionsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
+
+}  // namespace
+}  // namespace tdf
