@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "cuda/device_backend.h"
+#include "base/device_memory.h"
 #include "oneapi/tbb/scalable_allocator.h"
 
 namespace tdf {
@@ -150,7 +150,7 @@ Buffer* Buffer::Allocate(size_t bytes, Device device) {
     if (p == nullptr) return nullptr;
     return new Buffer(p, bytes, device, &CpuFree);
   }
-  return DeviceBackend::AllocateBuffer(bytes, device);
+  return device_memory::Allocate(bytes, device);
 }
 
 Buffer* Buffer::Wrap(void* data, size_t bytes, Device device, Deleter deleter) {
@@ -223,7 +223,7 @@ absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, const Shape& shape, Device dev
   if (device.is_cpu()) {
     std::memset(t->raw_mutable_data(), 0, t->bytes() == 0 ? 0 : t->bytes());
   } else {
-    absl::Status s = DeviceBackend::Memset(t->raw_mutable_data(), 0, t->bytes(), device);
+    absl::Status s = device_memory::Memset(t->raw_mutable_data(), 0, t->bytes(), device);
     if (!s.ok()) return s;
   }
   return t;
@@ -295,7 +295,7 @@ Tensor Tensor::Clone() const {
   if (device().is_cpu()) {
     std::memcpy(t->raw_mutable_data(), raw_data(), bytes());
   } else {
-    (void)DeviceBackend::CopyDeviceToDevice(t->raw_mutable_data(), raw_data(), bytes(), device());
+    (void)device_memory::CopyDeviceToDevice(t->raw_mutable_data(), raw_data(), bytes(), device());
   }
   return *std::move(t);
 }

@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "cuda/device_backend.h"
+#include "base/device_memory.h"
 #include "tdf/op_registry.h"
 #include "tdf/status.h"
 #include "tdf/validate.h"
@@ -290,11 +290,11 @@ absl::Status PlaceDevices(Graph& graph, const PlacementOptions& options, Placeme
   }
   if (gpu_nodes > 0) {
     const int count =
-        options.device_count_override >= 0 ? options.device_count_override : DeviceBackend::DeviceCount();
+        options.device_count_override >= 0 ? options.device_count_override : device_memory::DeviceCount();
     if (max_index >= count) {
-      const std::string reason = count == 0 ? DeviceBackend::Describe()
+      const std::string reason = count == 0 ? device_memory::Describe()
                                             : absl::StrCat("cuda:", max_index, " does not exist (",
-                                                           DeviceBackend::Describe(), ")");
+                                                           device_memory::Describe(), ")");
       if (!options.fallback_to_cpu) {
         // Find the first node on a missing device, for the message.
         for (auto* body : bodies) {
