@@ -122,12 +122,12 @@ std::vector<Output> GraphBuilder::Outputs(Output node) const {
     return outs;
   }
   // A failed call's node: as many invalid Outputs as it would have had.
+  // Anything else (another builder's, forged): one plain invalid Output.
   const int failed = -2 - node.node;
-  const int count = node.builder == this && failed >= 0 && failed < static_cast<int>(failed_output_counts_.size())
-                        ? failed_output_counts_[failed]
-                        : 1;
+  if (node.builder != this || failed < 0 || failed >= static_cast<int>(failed_output_counts_.size()))
+    return {Output{}};
   std::vector<Output> outs;
-  for (int p = 0; p < count; ++p) outs.push_back(Output{node.builder, node.node, p});
+  for (int p = 0; p < failed_output_counts_[failed]; ++p) outs.push_back(Output{this, node.node, p});
   return outs;
 }
 

@@ -713,6 +713,14 @@ TEST(GraphBuilderAfterError, ForgedAndForeignOutputsAreErrors) {
   }
 }
 
+TEST(GraphBuilderAfterError, OutputsOfAnotherBuildersNodeAreInvalid) {
+  GraphBuilder other;
+  Output sw = other.Op("Switch", {other.Placeholder("x", kInt), other.Const<bool>(true)});
+  GraphBuilder b;
+  ExpectAllInvalid(b, b.Outputs(sw), 1);
+  EXPECT_TRUE(b.status().ok());  // a query; using the Output is the error
+}
+
 TEST(GraphBuilderAfterError, ControlEdgesAndDevicesOfInvalidOutputsAreErrors) {
   {
     GraphBuilder b;
