@@ -22,9 +22,14 @@
 //   b.Identity(b.Call("fib", {n})[0], "result");
 //   absl::StatusOr<tdf::Graph> graph = b.Build();
 //
-// Errors (wrong dtypes, unknown functions, ...) are recorded: the first one
-// is returned by status() and Build(), and later calls become no-ops that
-// return invalid Outputs.
+// Errors (wrong dtypes, unknown functions, invalid Outputs, ...) are
+// recorded: the first one is returned by status() and Build(), and later
+// calls become no-ops that return invalid Outputs. A call that returns a
+// vector returns as many as it would have without the error (Call: one per
+// result of the function, or one when the function is unknown; Cond: one per
+// branch result; While: one per loop variable; Outputs: one per output of
+// the op that failed), so `b.Call("fbi", {n})[0]` is an invalid Output, not
+// a read past the end.
 #ifndef TDF_BUILDER_H_
 #define TDF_BUILDER_H_
 
@@ -41,7 +46,10 @@ namespace tdf {
 
 class GraphBuilder;
 
-// One output of a node being built.
+// One output of a node being built. Invalid when default-constructed or
+// returned by a failed builder call; such an Output keeps its builder and a
+// negative `node` by which the builder remembers how many outputs the failed
+// node would have had (for GraphBuilder::Outputs).
 struct Output {
   const GraphBuilder* builder = nullptr;
   int node = -1;
@@ -77,11 +85,16 @@ class GraphBuilder {
   // Build() fails: an explicit name is never silently changed.
   Output Op(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs = {},
             const std::string& name = "");
-  // All outputs of a node (as many as its dtype rule yields).
+  // All outputs of a node (as many as its dtype rule yields). For an
+  // invalid `node`, as many invalid Outputs as the failed call's node would
+  // have had when this builder can tell (a failed Op("Switch", ...) gives
+  // two), else one; using any of them in a builder call records an error.
   std::vector<Output> Outputs(Output node) const;
   // Adds a control edge src -> dst (both must be in compatible contexts).
+  // An invalid dst or src is an error.
   void AddControlInput(Output dst, Output src);
-  // Sets the device of the node ("cpu", "cuda:0").
+  // Sets the device of the node ("cpu", "cuda:0"). An invalid node is an
+  // error.
   void SetDevice(Output node, const std::string& device);
 
   // ---- sources ----
@@ -162,6 +175,8 @@ class GraphBuilder {
 
   // ---- control flow ----
   // Both branches return the same number of outputs with matching dtypes.
+  // After an error the branch functions still run (every builder call in
+  // them is then a no-op), to learn how many invalid Outputs to return.
   std::vector<Output> Cond(Output pred, const BranchFn& then_fn, const BranchFn& else_fn);
   // while (cond(vars)) vars = body(vars); returns the final vars.
   std::vector<Output> While(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
@@ -176,8 +191,10 @@ class GraphBuilder {
   std::vector<Output> Call(const std::string& function, const std::vector<Output>& args);
 
   // ---- results ----
+  // kInvalid for an invalid Output.
   DType dtype(Output o) const;
-  // "node" or "node:port", for Session::Run fetches.
+  // "node" or "node:port", for Session::Run fetches; "<invalid>" for an
+  // invalid Output.
   std::string Name(Output o) const;
   const absl::Status& status() const { return status_; }
   // The built graph (main graph + library). Fails with the first error.
@@ -190,6 +207,24 @@ class GraphBuilder {
   GraphBuilder(FunctionLibrary* library, bool is_function);
   struct NodeInfo;
   void Fail(absl::Status s);
+  // `o` names a node of this builder (HasOutput: and one of its outputs).
+  bool HasNode(Output o) const;
+  bool HasOutput(Output o) const;
+  // The error recorded for an Output that is not one of this builder's
+  // (nothing when an earlier error explains it).
+  void FailInvalid(absl::string_view what, Output o);
+  // An invalid Output standing for a failed node with `num_outputs` outputs
+  // (port `port`), and all of such a node's outputs.
+  Output FailedOutput(int num_outputs, int port = 0);
+  std::vector<Output> FailedOutputs(int num_outputs);
+  // How many outputs `def` with `num_inputs` data inputs would have, by its
+  // op's dtype rule with the input dtypes unknown; 1 when the rule cannot
+  // tell.
+  int GuessOutputCount(const NodeDef& def, size_t num_inputs) const;
+  std::vector<Output> CondOrError(Output pred, const BranchFn& then_fn, const BranchFn& else_fn,
+                                  std::vector<Output> results[2], bool ran[2]);
+  std::vector<Output> WhileOrError(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
+                                   const std::vector<Output>& loop_vars, const WhileOptions& options);
   std::string UniqueName(const std::string& base);
   // Makes `o` usable in the current context: inserts Switch (cond branch) or
   // constant Enter (loop body) nodes for every context boundary crossed.
@@ -206,6 +241,9 @@ class GraphBuilder {
   int current_context_ = 0;
   absl::Status status_;
   int name_counter_ = 0;
+  // Per failed node (Output::node == -2 - k): how many outputs it would
+  // have had.
+  std::vector<int> failed_output_counts_;
 };
 
 }  // namespace tdf

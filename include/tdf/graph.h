@@ -158,6 +158,11 @@ struct Graph {
 // "node 'name' (Op): message" — the prefix every node error carries.
 absl::Status NodeError(const NodeDef& node, absl::StatusCode code, absl::string_view message);
 std::string NodeLabel(const NodeDef& node);  // "node 'name' (Op)"
+// `s` with that prefix, unless its message already starts with exactly
+// this node's "node 'name' (Op): " (an error made by NodeError). Only the
+// exact prefix counts: the name appearing elsewhere in the message (node
+// 'r' and "Reshape: bad target shape") does not label it.
+absl::Status WithNodeLabel(const NodeDef& node, const absl::Status& s);
 
 }  // namespace tdf
 

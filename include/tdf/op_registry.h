@@ -53,6 +53,11 @@ struct InferenceContext {
 // prefixes the node label).
 using TypeInferenceFn = std::function<absl::StatusOr<std::vector<DType>>(const InferenceContext&)>;
 
+// Checks a node's attributes alone, whatever its inputs: what the op's
+// kernel would refuse for any input (a Reshape target with two -1s).
+// Returns an error naming what is wrong (the caller prefixes the node label).
+using AttrCheckFn = std::function<absl::Status(const NodeDef&)>;
+
 struct AttrSpec {
   std::string name;
   std::string type;  // as AttrValue::TypeName()
@@ -71,6 +76,8 @@ class OpSchema {
     return *this;
   }
   OpSchema& Infer(TypeInferenceFn fn) { infer_ = std::move(fn); return *this; }
+  // Runs after the attributes' presence and types are checked.
+  OpSchema& CheckAttrs(AttrCheckFn fn) { check_attrs_ = std::move(fn); return *this; }
   OpSchema& Stateful() { stateful_ = true; return *this; }
   OpSchema& Doc(std::string doc) { doc_ = std::move(doc); return *this; }
   // Common dtype rules.
@@ -87,8 +94,8 @@ class OpSchema {
   const std::vector<AttrSpec>& attrs() const { return attrs_; }
   bool stateful() const { return stateful_; }
   const std::string& doc() const { return doc_; }
-  // Checks arity and attributes, then applies the dtype rule. Errors carry
-  // the node label.
+  // Checks arity and attributes (types, then the op's attribute check),
+  // then applies the dtype rule. Errors carry the node label.
   absl::StatusOr<std::vector<DType>> InferTypes(const InferenceContext& ctx) const;
 
  private:
@@ -98,6 +105,7 @@ class OpSchema {
   int max_inputs_ = 0;
   std::vector<AttrSpec> attrs_;
   TypeInferenceFn infer_;
+  AttrCheckFn check_attrs_;
   bool stateful_ = false;
   std::string doc_;
 };

@@ -10,6 +10,12 @@
 //   * structure: known ops, non-empty unique names, well-formed inputs that
 //     name existing nodes, data inputs before control inputs, ports within
 //     the producer's outputs, arity and attributes (OpSchema::InferTypes);
+//   * attributes invalid on their face, whatever the inputs (each op's
+//     OpSchema::CheckAttrs): a Reshape target with a negative dim other
+//     than one -1, a Transpose perm that is not a permutation, Slice begin
+//     and size of different lengths or below 0 and -1, a Cast to or a
+//     Variable of an invalid dtype, a Variable shape with a negative dim,
+//     a CopyToDevice to a non-CUDA device;
 //   * dtypes, inferred in topological order; back edges (out-edges of
 //     NextIteration, data out-edges of Call, data in-edges of Return) are
 //     checked once every type is known;

@@ -1,5 +1,6 @@
 #include "tdf/builder.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -50,6 +51,50 @@ void GraphBuilder::Fail(absl::Status s) {
   if (status_.ok()) status_ = std::move(s);
 }
 
+bool GraphBuilder::HasNode(Output o) const {
+  return o.valid() && o.builder == this && o.node < static_cast<int>(nodes_.size());
+}
+
+bool GraphBuilder::HasOutput(Output o) const {
+  return HasNode(o) && o.port >= 0 && o.port < static_cast<int>(nodes_[o.node].output_types.size());
+}
+
+void GraphBuilder::FailInvalid(absl::string_view what, Output o) {
+  if (!status_.ok()) return;
+  if (o.builder != nullptr && o.builder != this) {
+    Fail(absl::InvalidArgumentError(absl::StrCat(what, ": the Output comes from another builder")));
+  } else if (HasNode(o)) {
+    const NodeInfo& n = nodes_[o.node];
+    Fail(absl::InvalidArgumentError(absl::StrCat(what, ": output ", o.port, " of ", NodeLabel(n.def), ", which has ",
+                                                 n.output_types.size(), " outputs")));
+  } else {
+    Fail(absl::InvalidArgumentError(absl::StrCat(what, ": the Output is invalid")));
+  }
+}
+
+Output GraphBuilder::FailedOutput(int num_outputs, int port) {
+  failed_output_counts_.push_back(num_outputs);
+  return Output{this, -1 - static_cast<int>(failed_output_counts_.size()), port};
+}
+
+std::vector<Output> GraphBuilder::FailedOutputs(int num_outputs) {
+  Output first = FailedOutput(num_outputs);
+  std::vector<Output> outs;
+  for (int p = 0; p < num_outputs; ++p) outs.push_back(Output{this, first.node, p});
+  return outs;
+}
+
+int GraphBuilder::GuessOutputCount(const NodeDef& def, size_t num_inputs) const {
+  const OpSchema* schema = OpRegistry::Global()->Find(def.op);
+  if (schema == nullptr) return 1;
+  // An arity the schema accepts, so that the dtype rule may index inputs.
+  size_t n = std::max<size_t>(num_inputs, schema->min_inputs());
+  if (schema->max_inputs() >= 0) n = std::min<size_t>(n, schema->max_inputs());
+  const std::vector<DType> unknown(n, DType::kInvalid);
+  absl::StatusOr<std::vector<DType>> types = schema->InferTypes(InferenceContext{def, unknown, library_});
+  return types.ok() ? static_cast<int>(types->size()) : 1;
+}
+
 std::string GraphBuilder::UniqueName(const std::string& base) {
   const std::string& prefix = contexts_[current_context_]->name;
   for (;;) {
@@ -59,22 +104,30 @@ std::string GraphBuilder::UniqueName(const std::string& base) {
 }
 
 DType GraphBuilder::dtype(Output o) const {
-  if (!o.valid() || o.builder != this || o.node >= static_cast<int>(nodes_.size())) return DType::kInvalid;
-  const NodeInfo& n = nodes_[o.node];
-  return o.port < static_cast<int>(n.output_types.size()) ? n.output_types[o.port] : DType::kInvalid;
+  return HasOutput(o) ? nodes_[o.node].output_types[o.port] : DType::kInvalid;
 }
 
 std::string GraphBuilder::Name(Output o) const {
-  if (!o.valid() || o.builder != this) return "<invalid>";
+  // Port 0 of a node without outputs (NoOp) still names it, as a target.
+  if (!HasNode(o) || o.port < 0 || (o.port > 0 && !HasOutput(o))) return "<invalid>";
   const std::string& name = nodes_[o.node].def.name;
   return o.port == 0 ? name : absl::StrCat(name, ":", o.port);
 }
 
 std::vector<Output> GraphBuilder::Outputs(Output node) const {
+  if (HasNode(node)) {
+    std::vector<Output> outs;
+    for (int p = 0; p < static_cast<int>(nodes_[node.node].output_types.size()); ++p)
+      outs.push_back(Output{this, node.node, p});
+    return outs;
+  }
+  // A failed call's node: as many invalid Outputs as it would have had.
+  // Anything else (another builder's, forged): one plain invalid Output.
+  const int failed = -2 - node.node;
+  if (node.builder != this || failed < 0 || failed >= static_cast<int>(failed_output_counts_.size()))
+    return {Output{}};
   std::vector<Output> outs;
-  if (!node.valid() || node.builder != this) return outs;
-  for (int p = 0; p < static_cast<int>(nodes_[node.node].output_types.size()); ++p)
-    outs.push_back(Output{this, node.node, p});
+  for (int p = 0; p < failed_output_counts_[failed]; ++p) outs.push_back(Output{this, node.node, p});
   return outs;
 }
 
@@ -97,8 +150,8 @@ int OutputContextOf(const std::vector<int>& port_context, int node_context, int 
 
 Output GraphBuilder::Capture(Output o) {
   if (!status_.ok()) return Output{};
-  if (!o.valid() || o.builder != this) {
-    Fail(absl::InvalidArgumentError("an input Output is invalid or comes from another builder"));
+  if (!HasOutput(o)) {
+    FailInvalid("an input", o);
     return Output{};
   }
   const int target = current_context_;
@@ -162,30 +215,29 @@ Output GraphBuilder::Capture(Output o) {
 
 Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs,
                         const std::string& name) {
-  if (!status_.ok()) return Output{};
+  NodeDef def;
+  def.op = op;
+  def.name = name;
+  def.attr = std::move(attrs);
+  auto failed = [&] { return FailedOutput(GuessOutputCount(def, inputs.size())); };
+  if (!status_.ok()) return failed();
   const OpSchema* schema = OpRegistry::Global()->Find(op);
   if (schema == nullptr) {
     Fail(absl::NotFoundError(absl::StrCat("unknown op '", op, "'")));
-    return Output{};
+    return failed();
   }
-  NodeDef def;
-  def.op = op;
-  def.attr = std::move(attrs);
   std::vector<DType> input_types;
   for (Output in : inputs) {
     Output c = Capture(in);
-    if (!c.valid()) return Output{};
+    if (!c.valid()) return failed();
     def.input.push_back(Name(c));
     input_types.push_back(dtype(c));
   }
   if (name.empty()) {
     def.name = UniqueName(op);
-  } else {
-    if (node_by_name_.count(name) > 0) {
-      Fail(absl::AlreadyExistsError(absl::StrCat("duplicate node name '", name, "'")));
-      return Output{};
-    }
-    def.name = name;
+  } else if (node_by_name_.count(name) > 0) {
+    Fail(absl::AlreadyExistsError(absl::StrCat("duplicate node name '", name, "'")));
+    return failed();
   }
   // Nodes inside a loop body that read only loop invariants would otherwise
   // run in the exiting iteration too: like sourceless nodes, they are
@@ -218,22 +270,21 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
   absl::StatusOr<std::vector<DType>> types = schema->InferTypes(ictx);
   if (!types.ok()) {
     Fail(types.status());
-    return Output{};
+    return failed();
   }
   return AddNode(std::move(def), current_context_, *std::move(types));
 }
 
 void GraphBuilder::AddControlInput(Output dst, Output src) {
   if (!status_.ok()) return;
-  if (!dst.valid() || !src.valid() || dst.builder != this || src.builder != this) {
-    Fail(absl::InvalidArgumentError("AddControlInput: invalid Output"));
-    return;
-  }
+  if (!HasNode(dst)) return FailInvalid("AddControlInput: dst", dst);
+  if (!HasNode(src)) return FailInvalid("AddControlInput: src", src);
   nodes_[dst.node].def.input.push_back(absl::StrCat("^", nodes_[src.node].def.name));
 }
 
 void GraphBuilder::SetDevice(Output node, const std::string& device) {
-  if (!node.valid() || node.builder != this) return;
+  if (!status_.ok()) return;
+  if (!HasNode(node)) return FailInvalid("SetDevice", node);
   nodes_[node.node].def.device = device;
 }
 
@@ -250,7 +301,7 @@ Output GraphBuilder::Identity(Output x, const std::string& name) { return Op("Id
 Output GraphBuilder::Variable(const std::string& name, const Tensor& initial_value) {
   if (current_context_ != 0 || is_function_) {
     Fail(absl::InvalidArgumentError(absl::StrCat("variable '", name, "' must be created in the main graph")));
-    return Output{};
+    return FailedOutput(1);
   }
   return Op("Variable", {},
             {{"dtype", initial_value.dtype()}, {"shape", initial_value.shape()}, {"initial_value", initial_value}},
@@ -258,9 +309,8 @@ Output GraphBuilder::Variable(const std::string& name, const Tensor& initial_val
 }
 
 Output GraphBuilder::Read(Output variable) {
-  DType t = variable.valid() && variable.builder == this
-                ? nodes_[variable.node].def.GetType("dtype").value_or(DType::kInvalid)
-                : DType::kInvalid;
+  DType t = HasNode(variable) ? nodes_[variable.node].def.GetType("dtype").value_or(DType::kInvalid)
+                               : DType::kInvalid;
   return Op("Read", {variable}, {{"dtype", t}});
 }
 
@@ -291,6 +341,24 @@ Output GraphBuilder::Max(Output x, std::vector<int64_t> axes, bool keep_dims) {
 }
 
 std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, const BranchFn& else_fn) {
+  std::vector<Output> results[2];  // else, then: as far as they were built
+  bool ran[2] = {false, false};
+  std::vector<Output> merged = CondOrError(pred, then_fn, else_fn, results, ran);
+  if (status_.ok()) return merged;
+  // One invalid Output per branch result: a branch that did not run runs
+  // now, as a no-op, to tell how many it returns.
+  const BranchFn* fns[2] = {&else_fn, &then_fn};
+  for (int b : {1, 0})
+    if (!ran[b]) results[b] = (*fns[b])();
+  const size_t n = std::max(results[0].size(), results[1].size());
+  std::vector<Output> outs;
+  for (size_t i = 0; i < n; ++i) outs.push_back(FailedOutput(2));  // a Merge's (value, index)
+  return outs;
+}
+
+// Builds the cond; the caller turns an error into invalid Outputs.
+std::vector<Output> GraphBuilder::CondOrError(Output pred, const BranchFn& then_fn, const BranchFn& else_fn,
+                                              std::vector<Output> results[2], bool ran[2]) {
   if (!status_.ok()) return {};
   Output p = Capture(pred);
   if (!p.valid()) return {};
@@ -324,7 +392,6 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
   ps.attr["T"] = DType::kBool;
   Output psw = AddNode(std::move(ps), parent, {DType::kBool, DType::kBool});
   nodes_[psw.node].port_context = {branch_ctx[0], branch_ctx[1]};
-  std::vector<Output> results[2];
   const size_t first_branch_node = nodes_.size();
   const BranchFn* fns[2] = {&else_fn, &then_fn};
   for (int b : {1, 0}) {
@@ -334,9 +401,9 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
     pv.name = absl::StrCat(cond_name, b == 1 ? "/then/pivot" : "/else/pivot");
     pv.input = {Name(Output{this, psw.node, b})};
     contexts_[branch_ctx[b]]->pivot = AddNode(std::move(pv), branch_ctx[b], {DType::kBool});
-    std::vector<Output> outs = (*fns[b])();
-    for (Output& o : outs) o = Capture(o);
-    results[b] = std::move(outs);
+    results[b] = (*fns[b])();
+    ran[b] = true;
+    for (Output& o : results[b]) o = Capture(o);
     current_context_ = parent;
     if (!status_.ok()) return {};
   }
@@ -424,6 +491,17 @@ void GraphBuilder::UntriggerBranchConstants(size_t first, const int branch_ctx[2
 
 std::vector<Output> GraphBuilder::While(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                         const std::vector<Output>& loop_vars, const WhileOptions& options) {
+  std::vector<Output> exits = WhileOrError(cond_fn, body_fn, loop_vars, options);
+  if (status_.ok()) return exits;
+  // One invalid Output per loop variable (one when there were none).
+  std::vector<Output> outs;
+  for (size_t i = 0; i < std::max<size_t>(loop_vars.size(), 1); ++i) outs.push_back(FailedOutput(1));
+  return outs;
+}
+
+// Builds the loop; the caller turns an error into invalid Outputs.
+std::vector<Output> GraphBuilder::WhileOrError(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
+                                               const std::vector<Output>& loop_vars, const WhileOptions& options) {
   if (!status_.ok()) return {};
   if (loop_vars.empty()) {
     Fail(absl::InvalidArgumentError("While needs at least one loop variable"));
@@ -581,14 +659,17 @@ absl::Status GraphBuilder::DefineFunction(const FunctionSignature& signature, co
 }
 
 std::vector<Output> GraphBuilder::Call(const std::string& function, const std::vector<Output>& args) {
-  if (!status_.ok()) return {};
   const FunctionDef* f = library_->Find(function);
+  // On an error, one invalid Output per result of the function (one when it
+  // is unknown), so that Call(...)[k] stays in bounds.
+  const int results = f != nullptr ? static_cast<int>(f->signature.outputs.size()) : 1;
+  if (!status_.ok()) return FailedOutputs(results);
   if (f == nullptr) {
     Fail(absl::NotFoundError(absl::StrCat("Call of undeclared function '", function, "'")));
-    return {};
+    return FailedOutputs(results);
   }
   Output call = Op("Invoke", args, {{"function", function}}, "");
-  if (!call.valid()) return {};
+  if (!call.valid()) return FailedOutputs(results);
   return Outputs(call);
 }
 

@@ -1,5 +1,6 @@
 #include "tdf/graph.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "graph/node_index.h"
@@ -74,6 +75,13 @@ std::string NodeLabel(const NodeDef& node) { return absl::StrCat("node '", node.
 
 absl::Status NodeError(const NodeDef& node, absl::StatusCode code, absl::string_view message) {
   return absl::Status(code, absl::StrCat(NodeLabel(node), ": ", message));
+}
+
+absl::Status WithNodeLabel(const NodeDef& node, const absl::Status& s) {
+  if (s.ok()) return s;
+  const std::string prefix = absl::StrCat(NodeLabel(node), ": ");
+  if (absl::StartsWith(s.message(), prefix)) return s;
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
 }
 
 const AttrValue* NodeDef::FindAttr(absl::string_view attr_name) const {

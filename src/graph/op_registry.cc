@@ -144,11 +144,13 @@ absl::StatusOr<std::vector<DType>> OpSchema::InferTypes(const InferenceContext& 
       return NodeError(ctx.node, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("attribute '", spec.name, "' should be ", spec.type, ", is ", v->TypeName()));
   }
+  if (check_attrs_) {
+    absl::Status s = check_attrs_(ctx.node);
+    if (!s.ok()) return WithNodeLabel(ctx.node, s);
+  }
   if (!infer_) return Types{};
   absl::StatusOr<Types> types = infer_(ctx);
-  if (!types.ok()) {
-    return NodeError(ctx.node, types.status().code(), types.status().message());
-  }
+  if (!types.ok()) return WithNodeLabel(ctx.node, types.status());
   return types;
 }
 
@@ -185,6 +187,84 @@ std::vector<std::string> OpRegistry::ListOps() const {
 namespace {
 
 void Add(OpRegistry& r, OpSchema s) { (void)r.Register(std::move(s)); }
+
+// ---- Attribute checks: what the kernels refuse whatever the inputs. The
+// attributes' presence and types are already checked. ----
+
+std::string IntList(const std::vector<int64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
+
+// Reshape: at most one -1, no other negative dim, and the known dims'
+// product fits in int64 (ReshapeKernel::Create).
+absl::Status CheckReshapeAttrs(const NodeDef& node) {
+  const std::vector<int64_t>& dims = *node.FindAttr("shape")->get_if<std::vector<int64_t>>();
+  std::vector<int64_t> known;
+  int unknown = 0;
+  for (int64_t d : dims) {
+    if (d == -1 && unknown++ == 0) continue;
+    if (d < 0) return Err(absl::StrCat("bad target shape ", IntList(dims), ": dims must be >= 0, with at most one -1"));
+    known.push_back(d);
+  }
+  if (absl::Status s = Shape(absl::MakeConstSpan(known)).Validate(); !s.ok())
+    return Err(absl::StrCat("bad target shape ", IntList(dims), ": ", s.message()));
+  return absl::OkStatus();
+}
+
+// Transpose: perm, when given, is a permutation of 0..n-1 (the input's rank
+// must then be n, which only the kernel can check).
+absl::Status CheckTransposeAttrs(const NodeDef& node) {
+  const AttrValue* a = node.FindAttr("perm");
+  if (a == nullptr) return absl::OkStatus();
+  const std::vector<int64_t>& perm = *a->get_if<std::vector<int64_t>>();
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p])
+      return Err(absl::StrCat("perm ", IntList(perm), " is not a permutation of 0..", perm.size() - 1));
+    seen[p] = true;
+  }
+  return absl::OkStatus();
+}
+
+// Slice and SliceGrad: begin and size of one length, begin >= 0, size >= 0
+// or -1 (to the end) (kernels::GetSliceAttrs, CheckSlice).
+absl::Status CheckSliceAttrs(const NodeDef& node) {
+  const std::vector<int64_t>& begin = *node.FindAttr("begin")->get_if<std::vector<int64_t>>();
+  const std::vector<int64_t>& size = *node.FindAttr("size")->get_if<std::vector<int64_t>>();
+  if (begin.size() != size.size())
+    return Err(absl::StrCat("begin ", IntList(begin), " has ", begin.size(), " entries but size ", IntList(size),
+                            " has ", size.size()));
+  for (size_t d = 0; d < begin.size(); ++d) {
+    if (begin[d] < 0) return Err(absl::StrCat("begin ", IntList(begin), ": dim ", d, " is negative"));
+    if (size[d] < -1) return Err(absl::StrCat("size ", IntList(size), ": dim ", d, " is below -1"));
+  }
+  return absl::OkStatus();
+}
+
+// Cast: a real destination dtype (CastKernel::Create).
+absl::Status CheckCastAttrs(const NodeDef& node) {
+  if (*node.FindAttr("DstT")->get_if<DType>() == DType::kInvalid) return Err("DstT must not be invalid");
+  return absl::OkStatus();
+}
+
+// Variable: a real dtype, and the state the session creates from it: a
+// valid initial_value, or zeros of a valid shape.
+absl::Status CheckVariableAttrs(const NodeDef& node) {
+  if (*node.FindAttr("dtype")->get_if<DType>() == DType::kInvalid) return Err("dtype must not be invalid");
+  if (const AttrValue* init = node.FindAttr("initial_value")) {
+    if (!init->get_if<Tensor>()->valid()) return Err("initial_value is an invalid tensor");
+  } else if (const AttrValue* shape = node.FindAttr("shape")) {
+    if (absl::Status s = shape->get_if<Shape>()->Validate(); !s.ok()) return Err(s.message());
+  }
+  return absl::OkStatus();
+}
+
+// CopyToDevice: a CUDA device name (CopyToDeviceKernel::Create).
+absl::Status CheckCopyToDeviceAttrs(const NodeDef& node) {
+  const std::string& name = *node.FindAttr("device")->get_if<std::string>();
+  absl::StatusOr<Device> device = Device::Parse(name);
+  if (!device.ok() || device->type != Device::Type::kCuda)
+    return Err(absl::StrCat("attr device '", name, "' is not a CUDA device"));
+  return absl::OkStatus();
+}
 
 void RegisterGraphOps(OpRegistry& r) {
   Add(r, OpSchema("Const").Inputs(0).Attr("value", "tensor").Attr("dtype", "type", false)
@@ -307,7 +387,8 @@ void RegisterControlFlowOps(OpRegistry& r) {
 
 void RegisterStateOps(OpRegistry& r) {
   Add(r, OpSchema("Variable").Kind(OpKind::kVariable).Inputs(0).Attr("dtype", "type").Attr("shape", "shape", false)
-             .Attr("initial_value", "tensor", false).Stateful().Infer(Fixed({DType::kInt64}))
+             .Attr("initial_value", "tensor", false).CheckAttrs(CheckVariableAttrs).Stateful()
+             .Infer(Fixed({DType::kInt64}))
              .Doc("A handle to state that outlives a run (seeds/001 Var). Initialized from `initial_value`, or "
                   "zeros of `shape`, at session creation."));
   auto var_rule = [](bool has_value) {
@@ -362,7 +443,7 @@ void RegisterMathOps(OpRegistry& r) {
   Add(r, OpSchema("LogicalAnd").Inputs(2).Logical().Doc("Elementwise."));
   Add(r, OpSchema("LogicalOr").Inputs(2).Logical().Doc("Elementwise."));
   Add(r, OpSchema("LogicalNot").Inputs(1).Logical().Doc("Elementwise."));
-  Add(r, OpSchema("Cast").Inputs(1).Attr("DstT", "type")
+  Add(r, OpSchema("Cast").Inputs(1).Attr("DstT", "type").CheckAttrs(CheckCastAttrs)
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
                absl::StatusOr<DType> t = ctx.node.GetType("DstT");
                if (!t.ok()) return t.status();
@@ -426,13 +507,15 @@ void RegisterTensorOps(OpRegistry& r) {
   for (const char* op : {"Sum", "Mean", "Max"})
     Add(r, OpSchema(op).Inputs(1).Attr("axes", "list(int)", false).Attr("keep_dims", "bool", false)
                .SameTypeNumeric().Doc("Reduces over `axes` (all axes when absent)."));
-  Add(r, OpSchema("Reshape").Inputs(1).Attr("shape", "list(int)").SameTypeAny()
+  Add(r, OpSchema("Reshape").Inputs(1).Attr("shape", "list(int)").CheckAttrs(CheckReshapeAttrs).SameTypeAny()
              .Doc("Same elements, new shape; one dim may be -1."));
-  Add(r, OpSchema("Transpose").Inputs(1).Attr("perm", "list(int)", false).SameTypeAny()
+  Add(r, OpSchema("Transpose").Inputs(1).Attr("perm", "list(int)", false).CheckAttrs(CheckTransposeAttrs)
+             .SameTypeAny()
              .Doc("Permutes the dims (reverses them when perm is absent)."));
   Add(r, OpSchema("Concat").InputsRange(1, -1).Attr("axis", "int").SameTypeAny()
              .Doc("Joins its inputs along `axis`."));
-  Add(r, OpSchema("Slice").Inputs(1).Attr("begin", "list(int)").Attr("size", "list(int)").SameTypeAny()
+  Add(r, OpSchema("Slice").Inputs(1).Attr("begin", "list(int)").Attr("size", "list(int)")
+             .CheckAttrs(CheckSliceAttrs).SameTypeAny()
              .Doc("x[begin : begin+size] per dim; size -1 means to the end."));
   Add(r, OpSchema("Gather").Inputs(2).Attr("axis", "int", false)
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
@@ -454,7 +537,8 @@ void RegisterTensorOps(OpRegistry& r) {
              })
              .Doc("(params, indices, dy) -> zeros of params' shape with each slice of dy added at its index along "
                   "`axis` (repeated indices accumulate): the gradient of Gather w.r.t. params."));
-  Add(r, OpSchema("SliceGrad").Inputs(2).Attr("begin", "list(int)").Attr("size", "list(int)").SameTypeNumeric()
+  Add(r, OpSchema("SliceGrad").Inputs(2).Attr("begin", "list(int)").Attr("size", "list(int)")
+             .CheckAttrs(CheckSliceAttrs).SameTypeNumeric()
              .Doc("(x, dy) -> zeros of x's shape with dy written at `begin`: the gradient of Slice (same attrs) "
                   "w.r.t. x."));
   Add(r, OpSchema("ConcatGrad").InputsRange(2, -1).Attr("axis", "int")
@@ -490,7 +574,8 @@ void RegisterTensorOps(OpRegistry& r) {
              .Doc("Reshapes input 0 to the shape of input 1."));
   // Inserted by the placement pass (tdf/placement.h); host-side kernels in
   // src/cuda/copy_kernels.cc.
-  Add(r, OpSchema("CopyToDevice").Inputs(1).Attr("device", "string").SameTypeAny()
+  Add(r, OpSchema("CopyToDevice").Inputs(1).Attr("device", "string").CheckAttrs(CheckCopyToDeviceAttrs)
+             .SameTypeAny()
              .Doc("Copies a host value to the CUDA device `device` (\"cuda:0\"), asynchronously on its stream; a "
                   "value already there is forwarded."));
   Add(r, OpSchema("CopyToHost").Inputs(1).SameTypeAny()

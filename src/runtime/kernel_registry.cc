@@ -1,4 +1,3 @@
-#include "absl/strings/match.h"
 #include "base/sync.h"
 #include "absl/strings/str_cat.h"
 #include "tdf/kernel.h"
@@ -36,8 +35,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const NodeDef& 
     factory = it->second;
   }
   absl::StatusOr<std::unique_ptr<OpKernel>> kernel = factory(node);
-  if (!kernel.ok() && !absl::StrContains(kernel.status().message(), node.name))
-    return NodeError(node, kernel.status().code(), kernel.status().message());
+  if (!kernel.ok()) return WithNodeLabel(node, kernel.status());
   return kernel;
 }
 

@@ -1,6 +1,7 @@
 #include "tdf/builder.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -173,7 +174,8 @@ TEST(GraphBuilder, CondNonBoolPredicateIsAnError) {
   GraphBuilder b;
   Output x = b.Placeholder("x", kI64);
   Outs r = b.Cond(x, [&] { return Outs{x}; }, [&] { return Outs{x}; });
-  EXPECT_TRUE(r.empty());
+  ASSERT_EQ(r.size(), 1u);  // as many as the branches return, invalid
+  EXPECT_FALSE(r[0].valid());
   EXPECT_THAT(std::string(b.status().message()), HasSubstr("Cond predicate 'x' must be bool, is int64"));
 }
 
@@ -181,7 +183,8 @@ TEST(GraphBuilder, CondBranchesReturningDifferentCountsIsAnError) {
   GraphBuilder b;
   Output x = b.Placeholder("x", kI64);
   Outs r = b.Cond(b.Less(x, x), [&] { return Outs{x}; }, [&] { return Outs{x, x}; });
-  EXPECT_TRUE(r.empty());
+  ASSERT_EQ(r.size(), 2u);  // the longer branch's count, invalid
+  EXPECT_FALSE(r[0].valid() || r[1].valid());
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(b.status().message()), HasSubstr("Cond branches return 1 (then) and 2 (else) values"));
 }
@@ -345,7 +348,8 @@ TEST(GraphBuilder, CallOfUndeclaredFunctionIsAnError) {
   GraphBuilder b;
   Output x = b.Placeholder("x", kI64);
   Outs r = b.Call("nope", {x});
-  EXPECT_TRUE(r.empty());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r[0].valid());
   EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(b.status().message()), HasSubstr("Call of undeclared function 'nope'"));
 }
@@ -466,6 +470,288 @@ TEST(GraphBuilder, OpHelpersRunAsTheirOps) {
   // Row 0: -log softmax(1,2,3)[2]; row 1: -log softmax(4,5,6)[0].
   const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
   EXPECT_THAT(values((*out)[14]), ElementsAre(DoubleNear(lse - 3, 1e-12), DoubleNear(lse + 3 - 4, 1e-12)));
+}
+
+}  // namespace
+}  // namespace tdf
+
+// ---------------------------------------------------------------------------
+// After an error every call still returns as many Outputs as a caller would
+// index, all invalid (issue #26, item 3): `b.Call("fbi", {n})[0]` read past
+// the end of an empty vector. The sizes are checked before any indexing, so
+// a short vector fails these tests even without a sanitizer.
+
+namespace tdf {
+namespace {
+
+using Outs = std::vector<Output>;
+constexpr DType kInt = DType::kInt64;
+
+void ExpectAllInvalid(const GraphBuilder& b, const Outs& outs, size_t want) {
+  ASSERT_EQ(outs.size(), want);
+  for (const Output& o : outs) {
+    EXPECT_FALSE(o.valid());
+    EXPECT_EQ(b.dtype(o), DType::kInvalid);
+    EXPECT_EQ(b.Name(o), "<invalid>");
+  }
+}
+
+// Defines pair(x) = (x, x + 1) and leaves `b` with an error.
+void DefinePairThenFail(GraphBuilder& b) {
+  ASSERT_TRUE(b.DefineFunction({"pair", {{"x", kInt}}, {{"a", kInt}, {"b", kInt}}},
+                               [](GraphBuilder& f, const Outs& a) {
+                                 return Outs{a[0], f.Add(a[0], f.Const<int64_t>(1))};
+                               })
+                  .ok());
+  b.Op("Frobnicate", {});
+  ASSERT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(GraphBuilderAfterError, MisspeltCallGivesOneInvalidOutput) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kInt);
+  Outs r = b.Call("fbi", {n});
+  ASSERT_NO_FATAL_FAILURE(ExpectAllInvalid(b, r, 1));
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kNotFound);
+  // The README's idiom goes on without touching memory it does not own.
+  EXPECT_FALSE(b.Identity(b.Call("fbi", {n})[0], "result").valid());
+  EXPECT_THAT(std::string(b.Build().status().message()), HasSubstr("Call of undeclared function 'fbi'"));
+}
+
+TEST(GraphBuilderAfterError, CallGivesOneOutputPerResultOfTheFunction) {
+  GraphBuilder b;
+  DefinePairThenFail(b);
+  ExpectAllInvalid(b, b.Call("pair", {b.Placeholder("x", kInt)}), 2);
+  ExpectAllInvalid(b, b.Call("unknown", {}), 1);
+  // Outputs() of one of them: the Invoke's two outputs.
+  Outs c = b.Call("pair", {});
+  ASSERT_EQ(c.size(), 2u);
+  ExpectAllInvalid(b, b.Outputs(c[1]), 2);
+}
+
+TEST(GraphBuilderAfterError, CallOfADeclaredFunctionCountsItsResults) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.Declare({"three", {{"x", kInt}}, {{"a", kInt}, {"b", kInt}, {"c", kInt}}}).ok());
+  // The first error is the call's own: an invalid argument.
+  ExpectAllInvalid(b, b.Call("three", {Output{}}), 3);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("the Output is invalid"));
+}
+
+TEST(GraphBuilderAfterError, CallWithAWrongArgumentCountCountsTheFunctionsResults) {
+  GraphBuilder b;
+  ASSERT_TRUE(b.Declare({"three", {{"x", kInt}}, {{"a", kInt}, {"b", kInt}, {"c", kInt}}}).ok());
+  ExpectAllInvalid(b, b.Call("three", {}), 3);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("calls 'three' with 0 arguments; it takes 1"));
+}
+
+TEST(GraphBuilderAfterError, CondGivesOneOutputPerBranchResult) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kInt);
+  b.Op("Frobnicate", {});
+  int then_runs = 0;
+  Outs r = b.Cond(b.Less(x, x),
+                  [&] {
+                    ++then_runs;
+                    return Outs{x, x, b.Add(x, x)};
+                  },
+                  [&] { return Outs{x, x, x}; });
+  ASSERT_NO_FATAL_FAILURE(ExpectAllInvalid(b, r, 3));
+  EXPECT_EQ(then_runs, 1);
+  // Each is a Merge's value: Outputs() gives (value, index).
+  ExpectAllInvalid(b, b.Outputs(r[2]), 2);
+}
+
+TEST(GraphBuilderAfterError, CondWithAnInvalidPredicateIsAnErrorAndCountsTheBranches) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kInt);
+  Outs r = b.Cond(Output{}, [&] { return Outs{x, x}; }, [&] { return Outs{x, x}; });
+  ExpectAllInvalid(b, r, 2);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("the Output is invalid"));
+}
+
+TEST(GraphBuilderAfterError, CondThatFailsInsideABranch) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kInt);
+  int else_runs = 0;
+  Outs r = b.Cond(b.Less(x, x), [&] { return Outs{b.Add(x, b.Const<float>(1.0f)), x}; },
+                  [&] {
+                    ++else_runs;
+                    return Outs{x, x};
+                  });
+  ExpectAllInvalid(b, r, 2);
+  EXPECT_EQ(else_runs, 1);  // run once, as a no-op, to count its results
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("dtype mismatch"));
+}
+
+TEST(GraphBuilderAfterError, CondWithMismatchedBranchesGivesTheLongerCount) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kInt);
+  ExpectAllInvalid(b, b.Cond(b.Less(x, x), [&] { return Outs{x}; }, [&] { return Outs{x, x}; }), 2);
+  GraphBuilder c;
+  Output y = c.Placeholder("y", kInt);
+  ExpectAllInvalid(c, c.Cond(y, [&] { return Outs{y, y}; }, [&] { return Outs{y, y}; }), 2);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("Cond predicate 'y' must be bool"));
+}
+
+TEST(GraphBuilderAfterError, WhileGivesOneOutputPerLoopVariable) {
+  GraphBuilder b;
+  Output n = b.Placeholder("n", kInt);
+  b.Op("Frobnicate", {});
+  Outs r = b.While([&](const Outs& v) { return b.Less(v[0], n); }, [&](const Outs& v) { return v; },
+                   {n, n, n});
+  ASSERT_NO_FATAL_FAILURE(ExpectAllInvalid(b, r, 3));
+  ExpectAllInvalid(b, b.Outputs(r[2]), 1);  // an Exit's one output
+}
+
+TEST(GraphBuilderAfterError, WhileErrorsOfItsOwnGiveOneOutputPerLoopVariable) {
+  {
+    GraphBuilder b;
+    Output n = b.Placeholder("n", kInt);
+    ExpectAllInvalid(b, b.While([&](const Outs& v) { return b.Less(v[0], n); }, [&](const Outs& v) { return v; },
+                                {n, Output{}}),
+                     2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("the Output is invalid"));
+  }
+  {
+    GraphBuilder b;
+    Output n = b.Placeholder("n", kInt);
+    ExpectAllInvalid(b, b.While([&](const Outs& v) { return v[0]; }, [&](const Outs& v) { return v; }, {n, n}), 2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("While condition must be bool"));
+  }
+  {
+    GraphBuilder b;
+    Output n = b.Placeholder("n", kInt);
+    ExpectAllInvalid(b, b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                                [&](const Outs& v) { return Outs{v[0]}; }, {n, n}),
+                     2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("While body returns 1 values for 2 loop variables"));
+  }
+  {
+    GraphBuilder b;
+    ExpectAllInvalid(b, b.While([](const Outs&) { return Output{}; }, [](const Outs& v) { return v; }, {}), 1);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("While needs at least one loop variable"));
+  }
+}
+
+TEST(GraphBuilderAfterError, OutputsOfAFailedOpCountsItsOutputs) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", kInt);
+  b.Op("Frobnicate", {});
+  // The idiom of tests/runtime/dead_branches_test.cc: Outputs(Switch)[1].
+  ExpectAllInvalid(b, b.Outputs(b.Op("Switch", {x, b.Const<bool>(true)})), 2);
+  ExpectAllInvalid(b, b.Outputs(b.Op("Merge", {x, x}, {{"T", kInt}})), 2);
+  ExpectAllInvalid(b, b.Outputs(b.Op("ConcatGrad", {x, x, x, x}, {{"axis", int64_t{0}}})), 3);
+  ExpectAllInvalid(b, b.Outputs(b.Add(x, x)), 1);
+  ExpectAllInvalid(b, b.Outputs(Output{}), 1);
+  ExpectAllInvalid(b, b.SoftmaxCrossEntropy(x, x), 2);
+}
+
+TEST(GraphBuilderAfterError, FailedMultiOutputOpsCountTheirOutputs) {
+  {
+    // A Switch on a non-bool predicate fails itself.
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    ExpectAllInvalid(b, b.Outputs(b.Op("Switch", {x, x})), 2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("predicate (input 1) must be bool"));
+  }
+  {
+    // So does a Switch with one input: the count is still the op's.
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    ExpectAllInvalid(b, b.Outputs(b.Op("Switch", {x})), 2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("wrong number of data inputs"));
+  }
+  {
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    ExpectAllInvalid(b, b.SoftmaxCrossEntropy(x, x), 2);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("expects float inputs"));
+  }
+}
+
+// Outputs that are not this builder's, or name no node or port of it, are
+// errors of the call they are given to, never an out-of-bounds access.
+TEST(GraphBuilderAfterError, ForgedAndForeignOutputsAreErrors) {
+  GraphBuilder other;
+  const Output foreign = other.Placeholder("y", kInt);
+  auto forged = [](const GraphBuilder& b) {
+    return std::vector<std::pair<Output, std::string>>{
+        {Output{}, "the Output is invalid"},
+        {Output{&b, 1000, 0}, "the Output is invalid"},
+        {Output{&b, -1, 0}, "the Output is invalid"},
+        {Output{&b, 0, 7}, "output 7 of node 'x' (Placeholder), which has 1 outputs"},
+        {Output{&b, 0, -1}, "output -1 of node 'x' (Placeholder), which has 1 outputs"},
+    };
+  };
+  const std::vector<std::function<void(GraphBuilder&, Output)>> uses = {
+      [](GraphBuilder& b, Output o) { EXPECT_FALSE(b.Identity(o).valid()); },
+      [](GraphBuilder& b, Output o) { ExpectAllInvalid(b, b.SoftmaxCrossEntropy(o, o), 2); },
+      [](GraphBuilder& b, Output o) { EXPECT_FALSE(b.Read(o).valid()); },
+      [](GraphBuilder& b, Output o) { EXPECT_FALSE(b.Assign(o, o).valid()); },
+  };
+  for (size_t u = 0; u < uses.size(); ++u) {
+    SCOPED_TRACE(u);
+    {
+      GraphBuilder b;
+      b.Placeholder("x", kInt);
+      uses[u](b, foreign);
+      EXPECT_THAT(std::string(b.status().message()), HasSubstr("comes from another builder"));
+    }
+    for (size_t k = 0; k < forged(other).size(); ++k) {
+      GraphBuilder b;
+      b.Placeholder("x", kInt);
+      const auto [o, message] = forged(b)[k];
+      SCOPED_TRACE(message);
+      EXPECT_EQ(b.dtype(o), DType::kInvalid);
+      EXPECT_EQ(b.Name(o), "<invalid>");
+      EXPECT_LE(b.Outputs(o).size(), 1u);
+      uses[u](b, o);
+      EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(b.status().message()), HasSubstr(message));
+    }
+  }
+}
+
+TEST(GraphBuilderAfterError, OutputsOfAnotherBuildersNodeAreInvalid) {
+  GraphBuilder other;
+  Output sw = other.Op("Switch", {other.Placeholder("x", kInt), other.Const<bool>(true)});
+  GraphBuilder b;
+  ExpectAllInvalid(b, b.Outputs(sw), 1);
+  EXPECT_TRUE(b.status().ok());  // a query; using the Output is the error
+}
+
+TEST(GraphBuilderAfterError, ControlEdgesAndDevicesOfInvalidOutputsAreErrors) {
+  {
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    b.AddControlInput(x, Output{&b, 1000, 0});
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("AddControlInput: src: the Output is invalid"));
+  }
+  {
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    b.AddControlInput(Output{}, x);
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("AddControlInput: dst: the Output is invalid"));
+  }
+  {
+    GraphBuilder b;
+    b.SetDevice(Output{}, "cpu");
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("SetDevice: the Output is invalid"));
+  }
+  {
+    // A node without outputs is still a control source and a target, not a
+    // data input.
+    GraphBuilder b;
+    Output x = b.Placeholder("x", kInt);
+    Output noop = b.Op("NoOp", {}, {}, "noop");
+    b.AddControlInput(noop, x);
+    b.SetDevice(noop, "cpu");
+    EXPECT_EQ(b.Name(noop), "noop");
+    EXPECT_TRUE(b.status().ok()) << b.status();
+    EXPECT_FALSE(b.Identity(noop).valid());
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr("output 0 of node 'noop' (NoOp), which has 0 outputs"));
+  }
 }
 
 }  // namespace

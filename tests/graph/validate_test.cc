@@ -1,5 +1,7 @@
 #include "tdf/validate.h"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -551,6 +553,120 @@ TEST(Validate, ReadOfAFloatIsNotAHandle) {
 TEST(Validate, VariableInitialValueDisagreesWithDtype) {
   ExpectInvalid(G({N("v", "Variable", {}, {{"dtype", kI64}, {"initial_value", Tensor::Scalar<float>(1)}})}),
                 "node 'v' (Variable): initial_value is float32, attr dtype is int64");
+}
+
+// ------------------------------------------------ attrs invalid on their face
+// What a kernel would refuse whatever it is fed is refused here, naming the
+// node and its op (issue #26, item 9: `tdf validate` accepted a Reshape to
+// [-3,2]).
+
+using IntList = std::vector<int64_t>;
+
+// x: float32 placeholder; `op` node "r" reading it with `attrs`.
+Graph OneOp(const std::string& op, AttrMap attrs, int extra_inputs = 0) {
+  std::vector<std::string> inputs(1 + extra_inputs, "x");
+  return G({Ph("x", kF32), N("r", op, inputs, std::move(attrs))});
+}
+
+TEST(ValidateAttrs, AcceptsAttrsThatSomeInputFits) {
+  for (const Graph& g : {OneOp("Reshape", {{"shape", IntList{-1, 2}}}), OneOp("Reshape", {{"shape", IntList{}}}),
+                         OneOp("Reshape", {{"shape", IntList{0, -1}}}), OneOp("Transpose", {}),
+                         OneOp("Transpose", {{"perm", IntList{}}}), OneOp("Transpose", {{"perm", IntList{2, 0, 1}}}),
+                         OneOp("Slice", {{"begin", IntList{0, 3}}, {"size", IntList{-1, 0}}}),
+                         OneOp("SliceGrad", {{"begin", IntList{1}}, {"size", IntList{2}}}, 1),
+                         OneOp("Cast", {{"DstT", kI64}}),
+                         // Negative axes count from the end, as the kernels normalize them.
+                         OneOp("Sum", {{"axes", IntList{-1, 0}}}), OneOp("Concat", {{"axis", int64_t{-1}}}),
+                         G({Ph("x", kF32), Ph("i", kI64), N("r", "Gather", {"x", "i"}, {{"axis", int64_t{-1}}})}),
+                         G({N("v", "Variable", {}, {{"dtype", kF32}, {"shape", Shape({2, 0, 3})}})}),
+                         OneOp("CopyToDevice", {{"device", "cuda:1"}})}) {
+    EXPECT_TRUE(Validate(g).ok()) << Validate(g);
+  }
+}
+
+TEST(ValidateAttrs, ReshapeTargetWithANegativeDimOtherThanMinusOne) {
+  ExpectInvalid(OneOp("Reshape", {{"shape", IntList{-3, 2}}}),
+                "node 'r' (Reshape): bad target shape [-3,2]: dims must be >= 0, with at most one -1");
+}
+
+TEST(ValidateAttrs, ReshapeTargetWithTwoUnknownDims) {
+  ExpectInvalid(OneOp("Reshape", {{"shape", IntList{-1, 4, -1}}}),
+                "node 'r' (Reshape): bad target shape [-1,4,-1]: dims must be >= 0, with at most one -1");
+}
+
+TEST(ValidateAttrs, ReshapeTargetWhoseKnownDimsOverflow) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  ExpectInvalid(OneOp("Reshape", {{"shape", IntList{-1, kMax, 5}}}), "node 'r' (Reshape): bad target shape");
+  ExpectInvalid(OneOp("Reshape", {{"shape", IntList{-1, kMax, 5}}}), "has too many elements");
+}
+
+TEST(ValidateAttrs, TransposePermThatIsNotAPermutation) {
+  ExpectInvalid(OneOp("Transpose", {{"perm", IntList{0, 0}}}),
+                "node 'r' (Transpose): perm [0,0] is not a permutation of 0..1");
+  ExpectInvalid(OneOp("Transpose", {{"perm", IntList{1, 2}}}), "perm [1,2] is not a permutation of 0..1");
+  ExpectInvalid(OneOp("Transpose", {{"perm", IntList{-1}}}), "perm [-1] is not a permutation of 0..0");
+}
+
+TEST(ValidateAttrs, SliceBeginAndSizeOfDifferentLengths) {
+  ExpectInvalid(OneOp("Slice", {{"begin", IntList{0, 0}}, {"size", IntList{1}}}),
+                "node 'r' (Slice): begin [0,0] has 2 entries but size [1] has 1");
+}
+
+TEST(ValidateAttrs, SliceNegativeBegin) {
+  ExpectInvalid(OneOp("Slice", {{"begin", IntList{0, -1}}, {"size", IntList{1, 1}}}),
+                "node 'r' (Slice): begin [0,-1]: dim 1 is negative");
+  ExpectInvalid(OneOp("Slice", {{"begin", IntList{std::numeric_limits<int64_t>::min()}}, {"size", IntList{-1}}}),
+                "dim 0 is negative");
+}
+
+TEST(ValidateAttrs, SliceSizeBelowMinusOne) {
+  ExpectInvalid(OneOp("Slice", {{"begin", IntList{0}}, {"size", IntList{-2}}}),
+                "node 'r' (Slice): size [-2]: dim 0 is below -1");
+}
+
+TEST(ValidateAttrs, SliceGradHasSlicesRules) {
+  ExpectInvalid(OneOp("SliceGrad", {{"begin", IntList{-1}}, {"size", IntList{1}}}, 1),
+                "node 'r' (SliceGrad): begin [-1]: dim 0 is negative");
+}
+
+TEST(ValidateAttrs, CastToAnInvalidDtype) {
+  ExpectInvalid(OneOp("Cast", {{"DstT", DType::kInvalid}}), "node 'r' (Cast): DstT must not be invalid");
+}
+
+TEST(ValidateAttrs, VariableWithAnInvalidDtype) {
+  ExpectInvalid(G({N("v", "Variable", {}, {{"dtype", DType::kInvalid}})}),
+                "node 'v' (Variable): dtype must not be invalid");
+}
+
+TEST(ValidateAttrs, VariableShapeWithANegativeDim) {
+  ExpectInvalid(G({N("v", "Variable", {}, {{"dtype", kF32}, {"shape", Shape({2, -1})}})}),
+                "node 'v' (Variable): negative dimension in shape [2,-1]");
+}
+
+TEST(ValidateAttrs, VariableWithAnInvalidInitialValue) {
+  ExpectInvalid(G({N("v", "Variable", {}, {{"dtype", kF32}, {"initial_value", Tensor()}})}),
+                "node 'v' (Variable): initial_value is an invalid tensor");
+}
+
+TEST(ValidateAttrs, CopyToDeviceOnAHostDevice) {
+  ExpectInvalid(OneOp("CopyToDevice", {{"device", "cpu"}}),
+                "node 'r' (CopyToDevice): attr device 'cpu' is not a CUDA device");
+  ExpectInvalid(OneOp("CopyToDevice", {{"device", "cuda:x"}}), "attr device 'cuda:x' is not a CUDA device");
+}
+
+TEST(ValidateAttrs, InsideAFunctionBodyNamesTheFunctionToo) {
+  Graph g;
+  AddFunction(g, "f",
+              {Arg("x", 0), N("r", "Reshape", {"x"}, {{"shape", IntList{-3, 2}}}), Ret("out", "r", 0)});
+  ExpectInvalid(g, "function 'f': node 'r' (Reshape): bad target shape [-3,2]");
+}
+
+// The builder runs the same checks when the node is added.
+TEST(ValidateAttrs, TheBuilderRecordsTheSameError) {
+  GraphBuilder b;
+  EXPECT_FALSE(b.Reshape(b.Placeholder("x", kF32), {-3, 2}).valid());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("(Reshape): bad target shape [-3,2]"));
 }
 
 }  // namespace

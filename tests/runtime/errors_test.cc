@@ -224,6 +224,35 @@ TEST_P(ErrorsTest, BadGatherIndexNamesNode) {
   EXPECT_EQ(good.data<int64_t>()[1], 10);
 }
 
+// A Reshape named 'r' (a letter of "Reshape: bad target shape"): its errors
+// name it, its op and, once it runs, the tag (issue #26, item 9). A target
+// invalid on its face stops Session::Create, before any tag exists; a target
+// that does not fit what is fed stops the run.
+TEST_P(ErrorsTest, BadReshapeTargetNamesTheNode) {
+  Graph g;
+  g.node.push_back(Node("x", "Placeholder", {}, {{"dtype", DType::kFloat32}}));
+  g.node.push_back(Node("r", "Reshape", {"x"}, {{"shape", std::vector<int64_t>{-3, 2}}}));
+  g.node.push_back(Node("result", "Identity", {"r"}, {}));
+  absl::StatusOr<std::unique_ptr<Session>> bad = Session::Create(g, Options());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("node 'r' (Reshape): bad target shape [-3,2]: dims must be >= 0, with at most one -1"));
+
+  g.node[1].attr["shape"] = std::vector<int64_t>{-1, 4};
+  auto s = MakeSession(g, Options());
+  ASSERT_NE(s, nullptr);
+  absl::StatusOr<std::vector<Tensor>> out =
+      s->Run({{"x", *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape({6}))}}, {"result"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              AllOf(HasSubstr("node 'r' (Reshape) at tag []: "), HasSubstr("cannot reshape [6]")));
+  out = s->Run({{"x", *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8}, Shape({8}))}}, {"result"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 4}));
+}
+
 // ---- quiescence: no progress means a status, never a hang ----
 
 TEST_P(ErrorsTest, FetchOfDeadValueFailsNamingTheNode) {

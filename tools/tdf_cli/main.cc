@@ -45,7 +45,7 @@ constexpr char kUsage[] =
     "usage: tdf <command> [options]\n"
     "\n"
     "commands:\n"
-    "  validate FILE                       check a graph (ops, inputs, types, frames, calls)\n"
+    "  validate FILE                       check a graph (ops, inputs, attrs, types, frames, calls)\n"
     "  transform FILE -o OUT               staticize recursion (the Yaghi transformation) and save\n"
     "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
     "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
