@@ -35,7 +35,8 @@
 //      forwards the value at run time when it is already in place. One copy
 //      serves every consumer of the same value on the same device. With
 //      ranks, a CopyToHost runs on its producer's rank and a CopyToDevice on
-//      its consumer's, so that only host values cross ranks.
+//      its consumer's, so that only host values cross ranks (the partition
+//      pass, tdf/partition.h, cuts after and before them).
 //
 // Copy nodes are host nodes (their kernels drive the device from the worker
 // thread): CopyToDevice enqueues on the device's stream and returns; a GPU

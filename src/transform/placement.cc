@@ -43,7 +43,11 @@ struct ValueDevice {
   int index = 0;
 };
 
-bool IsControlFlow(OpKind kind) { return kind != OpKind::kKernel && kind != OpKind::kVariable; }
+// Send and Recv are host nodes: a Send of a device value gets a CopyToHost
+// in front (only host bytes cross ranks), a Recv's value is on the host.
+bool IsControlFlow(OpKind kind) {
+  return kind != OpKind::kKernel && kind != OpKind::kVariable && kind != OpKind::kSend && kind != OpKind::kRecv;
+}
 
 // The ops that read or update a variable. They run on the host and take
 // their value inputs from any device (a GPU variable's update is a GPU
