@@ -14,12 +14,16 @@
 // * Call and Return nodes are labelled with their site ("Call fib #0 arg 0",
 //   "Return fib #1"); Switch, Merge, Enter, Exit and NextIteration have
 //   distinct shapes and colors.
+// * Partitions (tdf/partition.h): PartitionsToDot draws one cluster per rank,
+//   each with its frame clusters, replicas with a dashed outline, and every
+//   Send -> Recv pair as a bold red edge between the ranks' clusters.
 #ifndef TDF_DOT_H_
 #define TDF_DOT_H_
 
 #include <string>
 
 #include "tdf/graph.h"
+#include "tdf/partition.h"
 
 namespace tdf {
 
@@ -38,6 +42,9 @@ struct DotOptions {
 // Never fails: a graph whose frames cannot be inferred (an invalid graph) is
 // drawn without loop/function clusters, with a comment saying why.
 std::string GraphToDot(const Graph& graph, const DotOptions& options = {});
+
+// The partitions of a distributed run side by side (see the file comment).
+std::string PartitionsToDot(const PartitionedGraph& parts, const DotOptions& options = {});
 
 }  // namespace tdf
 

@@ -40,6 +40,8 @@ enum class OpKind : uint8_t {
   kArg,      // function-body placeholder for an argument
   kRetval,   // function-body placeholder for a result
   kVariable, // a variable handle (state that outlives a run)
+  kSend,     // sends its input to another rank (tdf/partition.h)
+  kRecv,     // a token from another rank, under the sender's tag
 };
 
 struct InferenceContext {
@@ -128,6 +130,9 @@ class OpRegistry {
 
 // Registers every built-in op (called once by OpRegistry::Global()).
 void RegisterBuiltinOps(OpRegistry& registry);
+// Send and Recv, the ends of a cut edge (src/graph/distributed_ops.cc);
+// part of RegisterBuiltinOps.
+void RegisterDistributedOps(OpRegistry& registry);
 
 }  // namespace tdf
 

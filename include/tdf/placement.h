@@ -1,7 +1,13 @@
 // File: tdf/placement.h
 //
 // Device placement (design.md §4). Every node has a device in NodeDef.device
-// ("" or "cpu", "cuda:N"). PlaceDevices:
+// ("" or "cpu", "cuda:N"), optionally prefixed by the rank of a distributed
+// run that runs it ("rank:1/cuda:0", or TensorFlow's
+// "/job:worker/task:1/device:GPU:0"; tdf::DeviceName in tdf/tensor.h). The
+// rank is kept through this pass and otherwise ignored here: each rank's
+// cuda:N is its own GPU, a node that names only a rank ("rank:1") is
+// auto-placed like an unplaced one, and in a one-process Session every rank
+// is the local process. PlaceDevices:
 //
 //   1. with `place_tensor_ops_on_gpu`, puts every tensor op that has a CUDA
 //      kernel on cuda:`gpu_index`, leaving alone nodes that name a device,
@@ -27,7 +33,10 @@
 //      on whatever device they are; where a value comes out of control flow
 //      (so its device is not known statically) a copy is inserted anyway and
 //      forwards the value at run time when it is already in place. One copy
-//      serves every consumer of the same value on the same device.
+//      serves every consumer of the same value on the same device. With
+//      ranks, a CopyToHost runs on its producer's rank and a CopyToDevice on
+//      its consumer's, so that only host values cross ranks (the partition
+//      pass, tdf/partition.h, cuts after and before them).
 //
 // Copy nodes are host nodes (their kernels drive the device from the worker
 // thread): CopyToDevice enqueues on the device's stream and returns; a GPU

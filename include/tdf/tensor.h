@@ -105,6 +105,35 @@ struct Device {
   friend bool operator!=(Device a, Device b) { return !(a == b); }
 };
 
+// A node's device string in full: the rank (process) of a distributed run
+// that runs the node, and the device on that rank (design.md §8). Accepted:
+//
+//   ""  "cpu"  "cuda:1"                       no rank: any rank may run it
+//   "rank:2"  "rank:2/cpu"  "rank:2/cuda:0"   rank 2 (its own cuda:0)
+//   "/job:worker/task:2/device:GPU:0"         TensorFlow's names: task R of
+//   "/job:localhost/replica:0/task:0/cpu:0"   job "worker" is rank R; the
+//                                             local job is rank 0
+//
+// In one process (a Session) the rank is ignored: every rank is this
+// process, so a graph placed for N ranks runs unchanged, which is how
+// distributed answers are checked against one-process runs. Device::Parse
+// accepts all of these and returns the device part.
+struct DeviceName {
+  static constexpr int kAnyRank = -1;
+  int rank = kAnyRank;
+  Device device;            // cpu when not named
+  bool has_device = false;  // the string named a device (not just a rank)
+
+  // Errors (InvalidArgument) name the string and what is wrong with it.
+  static absl::StatusOr<DeviceName> Parse(absl::string_view name);
+  // The canonical form: "cpu", "cuda:0", "rank:2", "rank:2/cuda:0"; "" for
+  // no rank and no device.
+  std::string ToString() const;
+  friend bool operator==(const DeviceName& a, const DeviceName& b) {
+    return a.rank == b.rank && a.device == b.device && a.has_device == b.has_device;
+  }
+};
+
 // Raw storage. Allocated by the device's allocator; freed when the last
 // Rep referencing it goes away.
 class Buffer {

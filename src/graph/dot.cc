@@ -61,6 +61,8 @@ std::string OpLabel(const NodeDef& n) {
     return label;
   }
   if (n.op == "Invoke") return absl::StrCat("Invoke ", StringAttr(n, "function"));
+  if (n.op == "Send") return absl::StrCat("Send #", IntAttr(n, "key"), " to rank ", IntAttr(n, "recv_rank"));
+  if (n.op == "Recv") return absl::StrCat("Recv #", IntAttr(n, "key"), " from rank ", IntAttr(n, "send_rank"));
   if (n.op == "Enter") return absl::StrCat("Enter ", StringAttr(n, "frame_name"));
   if (n.op == "Arg" || n.op == "Retval") return absl::StrCat(n.op, " ", IntAttr(n, "index"));
   if (n.op == "Const") {
@@ -101,6 +103,8 @@ Look LookOf(const std::string& op) {
       {"Retval", {"ellipse", "#dddddd", "filled"}},
       {"Placeholder", {"ellipse", "#cdb4db", "filled"}},
       {"Const", {"box", "#eeeeee", "rounded,filled"}},
+      {"Send", {"cds", "#f7b2b7", "filled"}},
+      {"Recv", {"cds", "#b7e4c7", "filled"}},
   };
   auto it = kLooks->find(op);
   if (it != kLooks->end()) return it->second;
@@ -122,6 +126,37 @@ class DotWriter {
       for (const auto& [name, fn] : graph.library.functions()) WriteFunction(fn, k++);
     }
     out_ += edges_;
+    out_ += "}\n";
+    return std::move(out_);
+  }
+
+  std::string WritePartitions(const PartitionedGraph& parts) {
+    absl::StrAppend(&out_, "digraph \"", Escape(options_.graph_name), "\" {\n");
+    absl::StrAppend(&out_, "  rankdir=", options_.rankdir == "LR" ? "LR" : "TB", ";\n", "  compound=true;\n",
+                    "  node [fontname=\"Helvetica\", fontsize=10, penwidth=0.8];\n",
+                    "  edge [fontname=\"Helvetica\", fontsize=9, arrowsize=0.7];\n");
+    std::vector<std::map<std::string, size_t>> ids(parts.partitions.size());
+    for (size_t r = 0; r < parts.partitions.size(); ++r) {
+      const std::vector<NodeDef>& nodes = parts.partitions[r].node;
+      for (size_t i = 0; i < nodes.size(); ++i) ids[r].emplace(nodes[i].name, i);
+      absl::StrAppend(&out_, "  subgraph \"cluster_rank", r, "\" {\n", "    label=\"rank ", r,
+                      "\"; style=\"rounded\"; color=\"#555555\"; penwidth=1.5; fontname=\"Helvetica-Bold\"; "
+                      "fontsize=13;\n");
+      WriteScope(nodes, "", absl::StrCat("r", r, "_"), 2);
+      out_ += "  }\n";
+    }
+    out_ += edges_;
+    for (const SendRecvPair& pair : parts.pairs) {
+      if (pair.send_rank < 0 || pair.recv_rank < 0 || pair.send_rank >= static_cast<int>(ids.size()) ||
+          pair.recv_rank >= static_cast<int>(ids.size()))
+        continue;
+      auto send = ids[pair.send_rank].find(pair.send_node);
+      auto recv = ids[pair.recv_rank].find(pair.recv_node);
+      if (send == ids[pair.send_rank].end() || recv == ids[pair.recv_rank].end()) continue;
+      absl::StrAppend(&out_, "  r", pair.send_rank, "_", send->second, " -> r", pair.recv_rank, "_", recv->second,
+                      " [color=\"#d62828\", penwidth=2, fontcolor=\"#d62828\", label=\"#", pair.key, " ",
+                      Escape(pair.tensor_name), "\"", pair.control ? ", style=\"bold,dashed\"" : "", "];\n");
+    }
     out_ += "}\n";
     return std::move(out_);
   }
@@ -198,8 +233,11 @@ class DotWriter {
       absl::StrAppend(&label, "\n", shown);
     }
     const Look look = LookOf(n.op);
+    // A replica (tdf/partition.h) has a dashed outline.
+    const bool replica = n.GetBoolOr(kReplicaAttr, false);
     absl::StrAppend(&out_, Indent(indent), id, " [label=\"", Escape(label), "\", tooltip=\"", Escape(NodeLabel(n)),
-                    "\", shape=", look.shape, ", style=\"", look.style, "\", fillcolor=\"", look.fill, "\"];\n");
+                    "\", shape=", look.shape, ", style=\"", look.style, replica ? ",dashed" : "", "\", fillcolor=\"",
+                    look.fill, "\"];\n");
   }
 
   void WriteEdges(const std::vector<NodeDef>& nodes, const std::map<std::string, size_t>& ids,
@@ -274,5 +312,9 @@ class DotWriter {
 }  // namespace
 
 std::string GraphToDot(const Graph& graph, const DotOptions& options) { return DotWriter(options).Write(graph); }
+
+std::string PartitionsToDot(const PartitionedGraph& parts, const DotOptions& options) {
+  return DotWriter(options).WritePartitions(parts);
+}
 
 }  // namespace tdf

@@ -66,6 +66,13 @@ class FrameInference {
           return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument, "attribute '_function' should be string");
         block = FunctionBlock(*fname);
       }
+      if (const AttrValue* loops = nodes_[i].FindAttr(kLoopFramesAttr)) {
+        const auto* frames = loops->get_if<std::vector<std::string>>();
+        if (frames == nullptr)
+          return NodeError(nodes_[i], absl::StatusCode::kInvalidArgument,
+                           absl::StrCat("attribute '", kLoopFramesAttr, "' should be list(string)"));
+        for (const std::string& frame : *frames) block = LoopBlock(block, frame);
+      }
       info_.block_of_node[i] = block;
       work.push_back(static_cast<int>(i));
     }

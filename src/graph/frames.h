@@ -10,7 +10,11 @@
 // Placement propagates from source nodes (nodes with no inputs) along every
 // data and control edge:
 //   * a source fires in block 0, or in the function block of its string attr
-//     `_function` (a transformed function body's sourceless node);
+//     `_function` (a transformed function body's sourceless node), and then,
+//     with a list(string) attr `_loop_frames`, in the loops of those frame
+//     names nested in that order (outermost first): a Recv of a partitioned
+//     graph fires in the block of its Send, which its rank may otherwise
+//     not enter (tdf/partition.h);
 //   * Enter(frame F) in block B puts its consumers in the loop block (B, F);
 //   * Exit in loop block L puts its consumers in parent(L);
 //   * NextIteration keeps its consumers in its (loop) block;
@@ -33,6 +37,9 @@
 namespace tdf {
 
 class NodeIndex;
+
+// The attribute that nests a source node in loop blocks (see above).
+inline constexpr char kLoopFramesAttr[] = "_loop_frames";
 
 struct BlockInfo {
   enum class Kind { kMain, kLoop, kFunction };

@@ -590,6 +590,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   RegisterStateOps(registry);
   RegisterMathOps(registry);
   RegisterTensorOps(registry);
+  RegisterDistributedOps(registry);
 }
 
 }  // namespace tdf

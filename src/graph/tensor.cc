@@ -69,18 +69,6 @@ std::string Device::ToString() const {
   return type == Type::kCpu ? std::string("cpu") : absl::StrCat("cuda:", index);
 }
 
-absl::StatusOr<Device> Device::Parse(absl::string_view name) {
-  if (name.empty() || name == "cpu" || name == "cpu:0") return Device::Cpu();
-  if (name == "cuda" || name == "gpu") return Device::Cuda(0);
-  for (absl::string_view prefix : {"cuda:", "gpu:"}) {
-    if (absl::StartsWith(name, prefix)) {
-      int index = 0;
-      if (absl::SimpleAtoi(name.substr(prefix.size()), &index) && index >= 0) return Device::Cuda(index);
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown device '", name, "' (want cpu or cuda:N)"));
-}
-
 namespace {
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

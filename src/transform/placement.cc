@@ -43,7 +43,11 @@ struct ValueDevice {
   int index = 0;
 };
 
-bool IsControlFlow(OpKind kind) { return kind != OpKind::kKernel && kind != OpKind::kVariable; }
+// Send and Recv are host nodes: a Send of a device value gets a CopyToHost
+// in front (only host bytes cross ranks), a Recv's value is on the host.
+bool IsControlFlow(OpKind kind) {
+  return kind != OpKind::kKernel && kind != OpKind::kVariable && kind != OpKind::kSend && kind != OpKind::kRecv;
+}
 
 // The ops that read or update a variable. They run on the host and take
 // their value inputs from any device (a GPU variable's update is a GPU
@@ -99,10 +103,16 @@ class BodyPlacer {
       }
       return true;
     };
-    const std::string gpu = absl::StrCat("cuda:", options_.gpu_index);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       NodeDef& n = nodes_[i];
-      if (!n.device.empty()) continue;
+      // A node that names only its rank ("rank:1") is placed on that rank's
+      // GPU like an unplaced one.
+      absl::StatusOr<DeviceName> name = DeviceName::Parse(n.device);
+      if (!name.ok() || name->has_device) continue;
+      DeviceName gpu_name = *name;
+      gpu_name.has_device = true;
+      gpu_name.device = Device::Cuda(options_.gpu_index);
+      const std::string gpu = gpu_name.ToString();
       // A floating-point variable lives on the GPU, so a training step
       // neither copies the parameters in nor the updates out.
       if (n.op == "Variable") {
@@ -134,10 +144,13 @@ class BodyPlacer {
     return first;
   }
 
+  // Keeps the rank: "rank:1/cuda:0" becomes "rank:1/cpu".
   void RewriteToCpu() {
     for (NodeDef& n : nodes_) {
-      absl::StatusOr<Device> d = Device::Parse(n.device);
-      if (d.ok() && d->type == Device::Type::kCuda) n.device = "cpu";
+      absl::StatusOr<DeviceName> d = DeviceName::Parse(n.device);
+      if (!d.ok() || d->device.type != Device::Type::kCuda) continue;
+      d->device = Device::Cpu();
+      n.device = d->ToString();
     }
   }
 
@@ -173,7 +186,15 @@ class BodyPlacer {
       return {ValueDevice::kHost};
     };
 
-    // (producer ref, target) -> copy node name. Target "host" or "cuda:N".
+    auto producer_rank = [&](const std::string& producer) {
+      auto it = index.find(producer);
+      if (it == index.end()) return DeviceName::kAnyRank;
+      absl::StatusOr<DeviceName> d = DeviceName::Parse(nodes_[it->second].device);
+      return d.ok() ? d->rank : DeviceName::kAnyRank;
+    };
+
+    // (producer ref, target) -> copy node name. Target "host", or the device
+    // with its rank ("cuda:0", "rank:1/cuda:0").
     std::map<std::pair<std::string, std::string>, std::string> copies;
     std::vector<NodeDef> added;
     const size_t original = nodes_.size();
@@ -185,8 +206,9 @@ class BodyPlacer {
       // (a placed graph given to a Session) would put a real device -> host
       // round trip in front of every copy of a control-flow value.
       if (n.op == "CopyToHost" || n.op == "CopyToDevice" || IsStateOp(n.op)) continue;
-      absl::StatusOr<Device> dst = Device::Parse(n.device);
-      if (!dst.ok()) continue;
+      absl::StatusOr<DeviceName> dst_name = DeviceName::Parse(n.device);
+      if (!dst_name.ok()) continue;
+      const Device* dst = &dst_name->device;
       const bool dst_gpu = dst->type == Device::Type::kCuda;
       const int num_data = n.num_data_inputs();
       for (int k = 0; k < num_data; ++k) {
@@ -195,29 +217,39 @@ class BodyPlacer {
         if (IsControlFlow(schema->kind()) && !(schema->kind() == OpKind::kSwitch && k == 1)) continue;
         TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(n.input[k]));
         const ValueDevice src = value_device(ref.node);
+        // Across ranks (design.md §8) a device value is copied to the host
+        // on its producer's rank, so that host bytes cross the wire, and a
+        // host value to a device on its consumer's rank (that rank's GPU).
+        // The target names the rank too: one copy per rank and device.
         std::string target;
+        DeviceName copy_device;
+        copy_device.has_device = true;  // cpu: copies are host nodes
         if (dst_gpu) {
           if (src.kind == ValueDevice::kGpu && src.index == dst->index) continue;
-          target = dst->ToString();
+          copy_device.rank = dst_name->rank;
+          DeviceName gpu = copy_device;
+          gpu.device = *dst;
+          target = gpu.ToString();
         } else {
           if (src.kind == ValueDevice::kHost) continue;
           target = "host";
+          copy_device.rank = producer_rank(ref.node);
         }
         const std::string producer_ref = n.input[k];
         auto [it, inserted] = copies.try_emplace({producer_ref, target}, "");
         if (inserted) {
           NodeDef copy;
-          copy.name = CopyName(producer_ref, target == "host" ? "_to_host" : absl::StrCat("_to_", absl::StrReplaceAll(target, {{":", ""}})),
+          copy.name = CopyName(producer_ref, target == "host" ? "_to_host" : absl::StrCat("_to_", absl::StrReplaceAll(target, {{":", ""}, {"/", "_"}})),
                                taken);
           taken.insert(copy.name);
           copy.input.push_back(producer_ref);
-          copy.device = "cpu";
+          copy.device = copy_device.ToString();
           if (target == "host") {
             copy.op = "CopyToHost";
             ++report_.copies_to_host;
           } else {
             copy.op = "CopyToDevice";
-            copy.attr["device"] = target;
+            copy.attr["device"] = dst->ToString();
             ++report_.copies_to_device;
           }
           // A sourceless-body marker is not needed: the copy has an input.

@@ -11,6 +11,7 @@ TDF_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   graphviz gnuplot-nox
   clang libclang-rt-14-dev
+  openmpi-bin libopenmpi-dev
 )
 
 tdf_log() { echo "== tdf: $*" >&2; }

@@ -2,7 +2,8 @@
 //
 //   tdf validate FILE
 //   tdf transform FILE -o OUT.pbtxt
-//   tdf dot FILE [-o OUT.dot] [--static]
+//   tdf dot FILE [-o OUT.dot] [--static] [--ranks N]
+//   tdf partition FILE --ranks N -o DIR
 //   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--target NODE]
 //                [--workers N] [--mode static|dynamic] [--trace out.json] [--stats]
 //                [--runs N] [--restore CKPT] [--save CKPT] [--gpu]
@@ -12,6 +13,7 @@
 // (tdf/serialize.h). Exit status: 0 success, 1 the command failed, 2 usage.
 #include <cstdio>
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -32,6 +34,7 @@
 #include "absl/time/time.h"
 #include "tdf/dot.h"
 #include "tdf/graph.h"
+#include "tdf/partition.h"
 #include "tdf/reference_programs.h"
 #include "tdf/serialize.h"
 #include "tdf/session.h"
@@ -47,7 +50,12 @@ constexpr char kUsage[] =
     "commands:\n"
     "  validate FILE                       check a graph (ops, inputs, attrs, types, frames, calls)\n"
     "  transform FILE -o OUT               staticize recursion (the Yaghi transformation) and save\n"
-    "  dot FILE [-o OUT.dot] [--static]    Graphviz DOT (of the transformed graph with --static)\n"
+    "  dot FILE [-o OUT.dot] [--static] [--ranks N]\n"
+    "                                      Graphviz DOT (of the transformed graph with --static;\n"
+    "                                      with --ranks, its partitions as clusters per rank)\n"
+    "  partition FILE --ranks N -o DIR     transform if needed, cut into one graph per rank\n"
+    "                                      (nodes placed by their device, \"rank:R/...\") with\n"
+    "                                      Send/Recv pairs; writes DIR/rank_<R>.pbtxt\n"
     "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
     "      [--runs N] [--restore CKPT] [--save CKPT] [--gpu]\n"
@@ -177,15 +185,80 @@ int Transform(const Args& args) {
   return kOk;
 }
 
+// --ranks N: a positive rank count, or a usage error.
+bool ParseRanks(const Args& args, const std::string& command, int* ranks, int* exit_code) {
+  const std::string text = args.Get("--ranks");
+  if (!absl::SimpleAtoi(text, ranks) || *ranks < 1) {
+    *exit_code = Usage(command, absl::StrCat("--ranks ", text, ": not a positive integer"));
+    return false;
+  }
+  return true;
+}
+
+// Loads, validates, transforms (when the graph still has functions) and
+// partitions FILE.
+absl::StatusOr<tdf::PartitionedGraph> LoadPartitioned(const std::string& path, int ranks) {
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  if (!graph.ok()) return graph.status();
+  absl::Status valid = tdf::Validate(*graph);
+  if (!valid.ok()) return absl::Status(valid.code(), absl::StrCat(path, ": ", valid.message()));
+  if (!graph->library.empty()) {
+    graph = tdf::StaticizeRecursion(*graph);
+    if (!graph.ok()) return graph.status();
+  }
+  tdf::PartitionOptions options;
+  options.num_ranks = ranks;
+  return tdf::PartitionGraph(*graph, options);
+}
+
+int Partition(const Args& args) {
+  TDF_ONE_FILE(path, args, "partition");
+  const std::string dir = args.Get("-o");
+  if (dir.empty()) return Usage("partition", "partition needs -o DIR");
+  if (!args.Has("--ranks")) return Usage("partition", "partition needs --ranks N");
+  int ranks = 0, exit_code = kOk;
+  if (!ParseRanks(args, "partition", &ranks, &exit_code)) return exit_code;
+  absl::StatusOr<tdf::PartitionedGraph> parts = LoadPartitioned(path, ranks);
+  if (!parts.ok()) return Fail(parts.status());
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create '", dir, "': ", error.message())));
+  for (int r = 0; r < ranks; ++r) {
+    const tdf::Graph& g = parts->partitions[r];
+    int sends = 0, recvs = 0, replicas = 0;
+    for (const tdf::NodeDef& n : g.node) {
+      sends += n.op == "Send";
+      recvs += n.op == "Recv";
+      replicas += n.GetBoolOr(tdf::kReplicaAttr, false);
+    }
+    const std::string out = absl::StrCat(dir, "/rank_", r, ".pbtxt");
+    absl::Status s = tdf::SaveGraph(g, out);
+    if (!s.ok()) return Fail(s);
+    std::cerr << "wrote " << out << " (" << g.node.size() << " nodes: " << sends << " Send, " << recvs << " Recv, "
+              << replicas << " replicas)\n";
+  }
+  std::cerr << parts->pairs.size() << " Send/Recv pairs\n";
+  return kOk;
+}
+
 int Dot(const Args& args) {
   TDF_ONE_FILE(path, args, "dot");
-  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
-  if (!graph.ok()) return Fail(graph.status());
-  if (args.Has("--static")) {
-    graph = tdf::StaticizeRecursion(*graph);
+  std::string dot;
+  if (args.Has("--ranks")) {
+    int ranks = 0, exit_code = kOk;
+    if (!ParseRanks(args, "dot", &ranks, &exit_code)) return exit_code;
+    absl::StatusOr<tdf::PartitionedGraph> parts = LoadPartitioned(path, ranks);
+    if (!parts.ok()) return Fail(parts.status());
+    dot = tdf::PartitionsToDot(*parts);
+  } else {
+    absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
     if (!graph.ok()) return Fail(graph.status());
+    if (args.Has("--static")) {
+      graph = tdf::StaticizeRecursion(*graph);
+      if (!graph.ok()) return Fail(graph.status());
+    }
+    dot = tdf::GraphToDot(*graph);
   }
-  const std::string dot = tdf::GraphToDot(*graph);
   const std::string out = args.Get("-o");
   if (out.empty()) {
     std::cout << dot;
@@ -390,7 +463,8 @@ int main(int argc, char** argv) {
   static const std::map<std::string, Command>* const kCommands = new std::map<std::string, Command>{
       {"validate", {{}, {}, Validate}},
       {"transform", {{"-o"}, {}, Transform}},
-      {"dot", {{"-o"}, {"--static"}, Dot}},
+      {"dot", {{"-o", "--ranks"}, {"--static"}, Dot}},
+      {"partition", {{"-o", "--ranks"}, {}, Partition}},
       {"run",
        {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save"},
         {"--stats", "--gpu"},

@@ -1,0 +1,356 @@
+#include "distributed/transport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tdf {
+namespace distributed {
+namespace {
+
+// The MPI tag of token messages on the transport's own communicator.
+constexpr int kTokenTag = 1;
+
+std::mutex g_init_mu;
+
+const char* ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
+std::string ErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return absl::StrCat("MPI error ", code);
+  return std::string(text, length);
+}
+
+std::string WorldRankPrefix() {
+  int initialized = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized && MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS)
+    return absl::StrCat("rank ", rank, ": ");
+  return "";
+}
+
+void FinalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// Initializes MPI (then tdf owns it and finalizes it at exit) or checks that
+// the application initialized it for threads.
+absl::Status EnsureMpiForThreads() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) return absl::FailedPreconditionError("MPI has already been finalized; tdf cannot use it");
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) return absl::InternalError(absl::StrCat("MPI_Init_thread failed: ", ErrorString(rc)));
+    std::atexit(FinalizeAtExit);
+    if (provided < MPI_THREAD_MULTIPLE)
+      return absl::FailedPreconditionError(
+          absl::StrCat(WorldRankPrefix(), "this MPI library provides only ", ThreadLevelName(provided),
+                       "; tdf's transport sends and receives from several worker threads and needs "
+                       "MPI_THREAD_MULTIPLE"));
+    return absl::OkStatus();
+  }
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return absl::FailedPreconditionError(absl::StrCat(
+        WorldRankPrefix(), "the application initialized MPI with ", ThreadLevelName(provided),
+        "; tdf's transport sends and receives from several worker threads and needs MPI_THREAD_MULTIPLE: "
+        "initialize MPI with MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided)"));
+  return absl::OkStatus();
+}
+
+// Buffers of sends a destroyed transport could not finish: MPI may still
+// read them, so they stay (reachable) until the process ends.
+std::vector<std::vector<char>>& DetachedBuffers() {
+  static auto* const buffers = new std::vector<std::vector<char>>;
+  return *buffers;
+}
+
+// Waits politely: spinning first (a token usually arrives within
+// microseconds), then yielding the core (ranks may share cores), then
+// sleeping briefly.
+class Backoff {
+ public:
+  void Wait() {
+    ++rounds_;
+    if (rounds_ < 64) return;
+    if (rounds_ < 4096) {
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+
+ private:
+  int64_t rounds_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create(const TransportOptions& options) {
+  absl::Status ready = EnsureMpiForThreads();
+  if (!ready.ok()) return ready;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rc = MPI_Comm_dup(options.comm, &comm);
+  if (rc != MPI_SUCCESS)
+    return absl::InternalError(absl::StrCat(WorldRankPrefix(), "MPI_Comm_dup failed: ", ErrorString(rc)));
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  return std::unique_ptr<MpiTransport>(new MpiTransport(comm, rank, size));
+}
+
+MpiTransport::MpiTransport(MPI_Comm comm, int rank, int size)
+    : comm_(comm), rank_(rank), size_(size), sent_to_(size), received_from_(size) {
+  for (int p = 0; p < size; ++p) {
+    sent_to_[p].store(0, std::memory_order_relaxed);
+    received_from_[p].store(0, std::memory_order_relaxed);
+  }
+}
+
+MpiTransport::~MpiTransport() {
+  if (comm_ == MPI_COMM_NULL) return;  // closed
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  // Not closed: detach what is still in flight. The communicator is left
+  // to MPI_Finalize (freeing it is collective).
+  std::lock_guard<std::mutex> lock(send_mu_);
+  for (size_t i = 0; i < send_requests_.size(); ++i) {
+    if (send_requests_[i] == MPI_REQUEST_NULL) continue;
+    MPI_Request_free(&send_requests_[i]);
+    DetachedBuffers().push_back(std::move(send_buffers_[i]));
+  }
+}
+
+absl::Status MpiTransport::MpiError(int code, absl::string_view call) const {
+  return absl::InternalError(absl::StrCat("rank ", rank_, ": ", call, " failed: ", ErrorString(code)));
+}
+
+absl::Status MpiTransport::Send(int dst_rank, const WireToken& token) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": send after the transport was closed"));
+  if (dst_rank < 0 || dst_rank >= size_)
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": send to rank ", dst_rank, ", but the run has ", size_, " ranks"));
+  // Encoded into this thread's buffer; handed to the in-flight list only if
+  // MPI does not finish with it at once (small messages usually go out
+  // eagerly), so the common path allocates nothing.
+  thread_local std::vector<char> scratch;
+  absl::Status encoded = EncodeToken(token, &scratch);
+  if (!encoded.ok())
+    return absl::Status(encoded.code(), absl::StrCat("rank ", rank_, ": token for key ", token.key, " to rank ",
+                                                     dst_rank, ": ", encoded.message()));
+  if (scratch.size() > static_cast<size_t>(INT_MAX))
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": token for key ", token.key, " is ",
+                                                   scratch.size(), " bytes; one message holds at most ", INT_MAX));
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Isend(scratch.data(), static_cast<int>(scratch.size()), MPI_BYTE, dst_rank, kTokenTag, comm_, &request);
+  if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Isend to rank ", dst_rank));
+  sent_to_[dst_rank].fetch_add(1, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(static_cast<int64_t>(scratch.size()), std::memory_order_relaxed);
+  int done = 0;
+  rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Test of a send to rank ", dst_rank));
+  if (done) return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    send_requests_.push_back(request);
+    send_buffers_.push_back(std::move(scratch));  // the bytes stay where MPI reads them
+  }
+  scratch = std::vector<char>();
+  sends_in_flight_.fetch_add(1, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::Status MpiTransport::ReapSends(bool wait) {
+  std::unique_lock<std::mutex> lock(send_mu_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return absl::OkStatus();  // another thread is reaping
+  }
+  if (send_requests_.empty()) return absl::OkStatus();
+  std::vector<int> indices(send_requests_.size());
+  int completed = 0;
+  const int rc = MPI_Testsome(static_cast<int>(send_requests_.size()), send_requests_.data(), &completed,
+                              indices.data(), MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Testsome of sends");
+  if (completed == MPI_UNDEFINED || completed == 0) return absl::OkStatus();
+  // MPI_Testsome set the finished requests to MPI_REQUEST_NULL.
+  size_t kept = 0;
+  for (size_t i = 0; i < send_requests_.size(); ++i) {
+    if (send_requests_[i] == MPI_REQUEST_NULL) continue;
+    if (kept != i) {
+      send_requests_[kept] = send_requests_[i];
+      send_buffers_[kept] = std::move(send_buffers_[i]);
+    }
+    ++kept;
+  }
+  send_requests_.resize(kept);
+  send_buffers_.resize(kept);
+  sends_in_flight_.fetch_sub(completed, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> MpiTransport::ReceiveOne(ReceivedToken* out) {
+  int flag = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  int rc = MPI_Improbe(MPI_ANY_SOURCE, kTokenTag, comm_, &flag, &message, &status);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe");
+  if (!flag) return false;
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  thread_local std::vector<char> buffer;
+  buffer.resize(static_cast<size_t>(count));
+  rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  const int source = status.MPI_SOURCE;
+  if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Mrecv from rank ", source));
+  received_from_[source].fetch_add(1, std::memory_order_relaxed);
+  bytes_received_.fetch_add(count, std::memory_order_relaxed);
+  absl::StatusOr<WireToken> token = DecodeToken(buffer.data(), buffer.size());
+  if (!token.ok())
+    return absl::DataLossError(absl::StrCat("rank ", rank_, ": malformed token from rank ", source, " (", count,
+                                            " bytes): ", token.status().message()));
+  out->source_rank = source;
+  out->token = *std::move(token);
+  return true;
+}
+
+absl::StatusOr<int> MpiTransport::Poll(Handler handler, int max_tokens) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": poll after the transport was closed"));
+  if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
+    absl::Status reaped = ReapSends(/*wait=*/false);
+    if (!reaped.ok()) return reaped;
+  }
+  int n = 0;
+  while (n < max_tokens) {
+    ReceivedToken received;
+    absl::StatusOr<bool> got = ReceiveOne(&received);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    handler(std::move(received));
+    ++n;
+  }
+  return n;
+}
+
+absl::StatusOr<ReceivedToken> MpiTransport::Receive(absl::Time deadline) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": receive after the transport was closed"));
+  const absl::Time start = absl::Now();
+  Backoff backoff;
+  for (;;) {
+    ReceivedToken received;
+    absl::StatusOr<bool> got = ReceiveOne(&received);
+    if (!got.ok()) return got.status();
+    if (*got) return received;
+    if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
+      absl::Status reaped = ReapSends(/*wait=*/false);
+      if (!reaped.ok()) return reaped;
+    }
+    if (absl::Now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": no token arrived within ",
+                                                      absl::FormatDuration(absl::Now() - start)));
+    backoff.Wait();
+  }
+}
+
+absl::Status MpiTransport::Close(Handler late, absl::Time deadline) {
+  if (closed_.exchange(true, std::memory_order_acq_rel) || comm_ == MPI_COMM_NULL)
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": the transport is already closed"));
+  auto drain = [&]() -> absl::Status {
+    absl::Status reaped = ReapSends(/*wait=*/true);
+    if (!reaped.ok()) return reaped;
+    int n = 0;
+    do {
+      ReceivedToken received;
+      absl::StatusOr<bool> got = ReceiveOne(&received);
+      if (!got.ok()) return got.status();
+      if (!*got) break;
+      late(std::move(received));
+    } while (++n < 1024);
+    return absl::OkStatus();
+  };
+  // 1. Every rank learns how many tokens each other rank sent it. A
+  //    non-blocking collective, so that this rank keeps receiving (a large
+  //    send completes only when its receiver takes it).
+  std::vector<int64_t> sent(size_), expected(size_, 0);
+  for (int p = 0; p < size_; ++p) sent[p] = sent_to_[p].load(std::memory_order_relaxed);
+  MPI_Request exchange = MPI_REQUEST_NULL;
+  int rc = MPI_Ialltoall(sent.data(), 1, MPI_INT64_T, expected.data(), 1, MPI_INT64_T, comm_, &exchange);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ialltoall of token counts");
+  Backoff backoff;
+  for (int done = 0; !done;) {
+    rc = MPI_Test(&exchange, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Test of the token count exchange");
+    if (done) break;
+    absl::Status drained = drain();
+    if (!drained.ok()) return drained;
+    if (absl::Now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank_, ": close: not every one of the ", size_, " ranks joined by the deadline"));
+    backoff.Wait();
+  }
+  // 2. Receive what is still in flight to this rank; finish this rank's sends.
+  for (;;) {
+    std::vector<std::string> missing;
+    for (int p = 0; p < size_; ++p) {
+      const int64_t have = received_from_[p].load(std::memory_order_relaxed);
+      if (have < expected[p]) missing.push_back(absl::StrCat(expected[p] - have, " from rank ", p));
+    }
+    const int64_t in_flight = sends_in_flight_.load(std::memory_order_acquire);
+    if (missing.empty() && in_flight == 0) break;
+    absl::Status drained = drain();
+    if (!drained.ok()) return drained;
+    if (absl::Now() >= deadline) {
+      std::string what = missing.empty() ? "" : absl::StrCat("tokens still to arrive: ", absl::StrJoin(missing, ", "));
+      if (in_flight > 0) absl::StrAppend(&what, what.empty() ? "" : "; ", in_flight, " sends not finished");
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": close: ", what));
+    }
+    backoff.Wait();
+  }
+  rc = MPI_Comm_free(&comm_);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Comm_free");
+  comm_ = MPI_COMM_NULL;
+  return absl::OkStatus();
+}
+
+TransportCounters MpiTransport::counters() const {
+  TransportCounters c;
+  for (int p = 0; p < size_; ++p) {
+    c.tokens_sent += sent_to_[p].load(std::memory_order_relaxed);
+    c.tokens_received += received_from_[p].load(std::memory_order_relaxed);
+  }
+  c.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
+  c.bytes_received = bytes_received_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace distributed
+}  // namespace tdf
