@@ -18,6 +18,10 @@
 //   OpChain(L): x + 1 + 1 ... (L Adds)                           OpChain(L) "x"
 //   CallInWhile: s = 0; i = 0; while (i < n) { s += fib(i % 10); i++ }   "n"
 //   WhileInFunction: f(n) = n == 0 ? 0 : loopsum(n) + f(n-1), loopsum(n) = sum of 1..n by a while loop   "n"
+//   ManyCalls(C, F): result = f_{0 % F}(n) + ... + f_{(C-1) % F}(n), C call sites of F functions
+//              f_i(n) = n <= 0 ? i : n + i                       ManyCalls(C, F) "n"
+//   CallChain(F): result = f_0(n); f_i(n) = n <= 0 ? 0 : f_{i+1}(n) + 1; f_{F-1}(n) = n   CallChain(F) "n"
+//   (ManyCalls and CallChain are large programs, not deep runs: Session::Create's cost, bench/create_bench.cc)
 #ifndef TDF_REFERENCE_PROGRAMS_H_
 #define TDF_REFERENCE_PROGRAMS_H_
 
@@ -42,6 +46,8 @@ Graph WhileLoop();
 Graph OpChain(int64_t length);
 Graph CallInWhile();
 Graph WhileInFunction();
+Graph ManyCalls(int64_t calls, int64_t functions);
+Graph CallChain(int64_t functions);
 
 // Native C++ versions, for checking answers.
 int64_t NativeFib(int64_t n);
@@ -55,6 +61,8 @@ int64_t NativeMcCarthy91(int64_t n);
 int64_t NativeSum(int64_t n);
 int64_t NativeCallInWhile(int64_t n);
 int64_t NativeWhileInFunction(int64_t n);
+int64_t NativeManyCalls(int64_t calls, int64_t functions, int64_t n);
+int64_t NativeCallChain(int64_t functions, int64_t n);
 
 }  // namespace reference
 }  // namespace tdf

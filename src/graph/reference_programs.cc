@@ -3,6 +3,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tdf/builder.h"
 
 namespace tdf {
@@ -224,6 +225,43 @@ Graph OpChain(int64_t length) {
   return BuildOrDie(b);
 }
 
+Graph ManyCalls(int64_t calls, int64_t functions) {
+  GraphBuilder b;
+  for (int64_t i = 0; i < functions; ++i) {
+    (void)b.DefineFunction(Sig(absl::StrCat("f", i), {{"n", kI64}}, {{"r", kI64}}),
+                           [i](GraphBuilder& f, const Outs& a) -> Outs {
+                             Output n = a[0];
+                             return f.Cond(
+                                 f.LessEqual(n, I(f, 0)), [&] { return Outs{I(f, i)}; },
+                                 [&] { return Outs{f.Add(n, I(f, i))}; });
+                           });
+  }
+  Output n = b.Placeholder("n", kI64);
+  Output sum = b.Call("f0", {n})[0];
+  for (int64_t k = 1; k < calls; ++k) sum = b.Add(sum, b.Call(absl::StrCat("f", k % functions), {n})[0]);
+  b.Identity(sum, "result");
+  return BuildOrDie(b);
+}
+
+Graph CallChain(int64_t functions) {
+  GraphBuilder b;
+  // Each function calls one defined before it.
+  (void)b.DefineFunction(Sig(absl::StrCat("f", functions - 1), {{"n", kI64}}, {{"r", kI64}}),
+                         [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Identity(a[0])}; });
+  for (int64_t i = functions - 2; i >= 0; --i) {
+    (void)b.DefineFunction(Sig(absl::StrCat("f", i), {{"n", kI64}}, {{"r", kI64}}),
+                           [i](GraphBuilder& f, const Outs& a) -> Outs {
+                             Output n = a[0];
+                             return f.Cond(
+                                 f.LessEqual(n, I(f, 0)), [&] { return Outs{I(f, 0)}; },
+                                 [&] { return Outs{f.Add(f.Call(absl::StrCat("f", i + 1), {n})[0], I(f, 1))}; });
+                           });
+  }
+  Output n = b.Placeholder("n", kI64);
+  b.Identity(b.Call("f0", {n})[0], "result");
+  return BuildOrDie(b);
+}
+
 Graph CallInWhile() {
   GraphBuilder b;
   (void)b.DefineFunction(Sig("fib", {{"n", kI64}}, {{"r", kI64}}), [](GraphBuilder& f, const Outs& a) -> Outs {
@@ -315,6 +353,16 @@ int64_t NativeWhileInFunction(int64_t n) {
   int64_t s = 0;
   for (int64_t k = 1; k <= n; ++k) s += k * (k + 1) / 2;
   return s;
+}
+
+int64_t NativeManyCalls(int64_t calls, int64_t functions, int64_t n) {
+  int64_t s = 0;
+  for (int64_t k = 0; k < calls; ++k) s += n <= 0 ? k % functions : n + k % functions;
+  return s;
+}
+int64_t NativeCallChain(int64_t functions, int64_t n) {
+  if (functions == 1) return n;
+  return n <= 0 ? 0 : n + functions - 1;
 }
 
 }  // namespace reference

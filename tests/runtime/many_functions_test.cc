@@ -1,0 +1,88 @@
+// Programs with thousands of functions and call sites (issue #26 item 5):
+// Session::Create indexes call sites once instead of scanning a block per
+// Call and every node per function, and each site must still get its own
+// Calls, Returns and arguments. Their answers are checked here; their
+// Create time is measured in bench/create_bench.cc, never asserted.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+Tensor I(int64_t v) { return Tensor::Scalar<int64_t>(v); }
+
+// (mode, workers)
+class ManyFunctionsTest : public ::testing::TestWithParam<std::tuple<ExecutionMode, int>> {
+ protected:
+  // The result for each n, on one Session.
+  void ExpectAnswers(const Graph& g, const std::vector<int64_t>& ns, const std::function<int64_t(int64_t)>& native) {
+    SessionOptions opts;
+    opts.mode = std::get<0>(GetParam());
+    opts.num_workers = std::get<1>(GetParam());
+    auto s = Session::Create(g, opts);
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (int64_t n : ns) {
+      RunStats stats;
+      auto out = (*s)->Run({{"n", I(n)}}, {"result"}, {}, &stats);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(out->at(0).scalar<int64_t>(), native(n)) << "n = " << n;
+      EXPECT_EQ(stats.live_frames_after_run, 0) << "n = " << n;
+    }
+  }
+  // Dynamic mode instantiates bodies per call, with frames sized by the
+  // whole library (issue #26 item 4): smaller programs there.
+  int64_t Size(int64_t static_size) const {
+    return std::get<0>(GetParam()) == ExecutionMode::kStatic ? static_size : 100;
+  }
+};
+
+// n > 0 takes each body's else branch, n <= 0 its then branch: both branches
+// of every function run, and the other's region is skipped dead.
+TEST_P(ManyFunctionsTest, MainCallsEachOfManyFunctionsOnce) {
+  const int64_t f = Size(3000);
+  ExpectAnswers(reference::ManyCalls(f, f), {4, -2},
+                [&](int64_t n) { return reference::NativeManyCalls(f, f, n); });
+}
+
+TEST_P(ManyFunctionsTest, MainCallsOneFunctionFromManySites) {
+  const int64_t c = Size(3000);
+  ExpectAnswers(reference::ManyCalls(c, 1), {4, -2},
+                [&](int64_t n) { return reference::NativeManyCalls(c, 1, n); });
+}
+
+TEST_P(ManyFunctionsTest, ManySitesShareFewFunctions) {
+  const int64_t c = Size(3000);
+  ExpectAnswers(reference::ManyCalls(c, 7), {4, 0},
+                [&](int64_t n) { return reference::NativeManyCalls(c, 7, n); });
+}
+
+// Each function calls the next: a run of n > 0 is Size() calls deep; one of
+// n <= 0 stops in f0, leaving f1's call site dead.
+TEST_P(ManyFunctionsTest, ChainOfManyFunctions) {
+  const int64_t f = Size(3000);
+  ExpectAnswers(reference::CallChain(f), {4, 0}, [&](int64_t n) { return reference::NativeCallChain(f, n); });
+}
+
+TEST_P(ManyFunctionsTest, ChainOfOne) {
+  ExpectAnswers(reference::CallChain(1), {4, -3}, [](int64_t n) { return reference::NativeCallChain(1, n); });
+}
+
+INSTANTIATE_TEST_SUITE_P(ModesAndWorkers, ManyFunctionsTest,
+                         ::testing::Combine(::testing::Values(ExecutionMode::kStatic, ExecutionMode::kDynamic),
+                                            ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == ExecutionMode::kStatic ? "Static"
+                                                                                                : "Dynamic") +
+                                  std::to_string(std::get<1>(info.param)) + "Workers";
+                         });
+
+}  // namespace
+}  // namespace tdf
