@@ -448,6 +448,7 @@ struct RunState {
   std::chrono::steady_clock::time_point deadline;
   bool has_deadline = false;
   const CancellationToken* cancel = nullptr;
+  bool collect_node_stats = false;  // RunRequest's
 
   bool tracing = false;
   ExecutionObserver* observer = nullptr;
@@ -523,7 +524,7 @@ class Worker {
     const size_t ops = exe_->op_names.size();
     live_by_op_.assign(ops, 0);
     dead_by_op_.assign(ops, 0);
-    if (run->options->collect_node_stats) {
+    if (run->collect_node_stats) {
       live_by_node_.assign(exe_->nodes.size(), 0);
       dead_by_node_.assign(exe_->nodes.size(), 0);
     }
@@ -2639,10 +2640,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   run.variables = variables_;
   run.num_workers = std::max(1, options_.num_workers);
   run.cancel = request.cancel;
+  run.collect_node_stats = request.collect_node_stats;
   run.start = std::chrono::steady_clock::now();
-  if (options_.deadline != absl::InfiniteDuration()) {
+  if (request.deadline != absl::InfiniteDuration()) {
     run.has_deadline = true;
-    run.deadline = run.start + absl::ToChronoNanoseconds(options_.deadline);
+    run.deadline = run.start + absl::ToChronoNanoseconds(request.deadline);
   }
   // Feeds: every placeholder must be fed with its dtype.
   run.feeds.resize(exe_->placeholders.size());
@@ -2721,9 +2723,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
   }
   // Limits already passed end the run before it starts (a periodic check
   // comes only every few thousand firings: a short run would finish first).
-  if (options_.deadline <= absl::ZeroDuration())
-    return absl::DeadlineExceededError(
-        absl::StrCat("run exceeded its deadline: SessionOptions::deadline is ", absl::FormatDuration(options_.deadline)));
+  if (request.deadline <= absl::ZeroDuration())
+    return absl::DeadlineExceededError(absl::StrCat("run exceeded its deadline: ", request.deadline_source, " is ",
+                                                    absl::FormatDuration(request.deadline)));
   if (request.cancel != nullptr && request.cancel->cancelled())
     return absl::CancelledError("run cancelled before it started");
   run.fetched.resize(run.fetches.size());
@@ -2733,19 +2735,16 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request, Run
     base::MutexLock lock(&run.mu);
     run.live_by_op.assign(exe_->op_names.size(), 0);
     run.dead_by_op.assign(exe_->op_names.size(), 0);
-    if (options_.collect_node_stats) {
+    if (request.collect_node_stats) {
       run.live_by_node.assign(exe_->nodes.size(), 0);
       run.dead_by_node.assign(exe_->nodes.size(), 0);
     }
   }
   std::unique_ptr<TraceWriter> trace;
-  std::string trace_path = options_.trace_path;
-  if (trace_path.empty()) {
-    if (const char* env = std::getenv("TDF_TRACE")) trace_path = env;
-  }
+  const std::string& trace_path = request.trace_path;
   if (!trace_path.empty()) trace = std::make_unique<TraceWriter>();
   run.trace = trace.get();
-  run.observer = options_.observer;
+  run.observer = request.observer;
   run.tracing = run.trace != nullptr || run.observer != nullptr;
 
   const ExecBlock& main = exe_->blocks[0];

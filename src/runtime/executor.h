@@ -24,6 +24,13 @@ struct RunRequest {
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   const CancellationToken* cancel = nullptr;
+  // The run's settings: RunOptions where set, else the session's
+  // (Session::Run resolves them).
+  absl::Duration deadline = absl::InfiniteDuration();
+  const char* deadline_source = "SessionOptions::deadline";  // for the error message
+  bool collect_node_stats = false;
+  std::string trace_path;  // "": no trace
+  ExecutionObserver* observer = nullptr;
 };
 
 class Executor {
