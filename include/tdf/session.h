@@ -161,7 +161,8 @@ struct RunStats {
   int64_t tail_callers_released = 0;
   int64_t peak_live_frames = 0;
   // Frames still live when the run ended: 0 after a successful run unless
-  // something leaked; after a failed one, those the run then reclaimed.
+  // something leaked; after a failed one, those the run then reclaimed
+  // (freed after Run returns when there are many: see Session::Run).
   int64_t live_frames_after_run = 0;
   int64_t max_tag_depth = 0;
   int64_t instantiations = 0;   // dynamic mode: function bodies copied
@@ -248,7 +249,13 @@ class Session {
   // the call must have run. Each Placeholder is fed at most once (a name given
   // twice is INVALID_ARGUMENT); a needed one that is not fed is
   // INVALID_ARGUMENT too. A run whose `cancel` is already cancelled returns
-  // CANCELLED without running.
+  // CANCELLED without running. A run that fails (an error, its deadline, a
+  // cancel) returns as soon as its workers stop: the frames it leaves live,
+  // when there are many (4096 or more: a deep recursion), are freed after it
+  // returns, on a background thread, and RunStats::live_frames_after_run
+  // counts them all the same. A stall (FAILED_PRECONDITION) frees them
+  // before it returns: its message names nodes read from them. Destroying
+  // the session waits until its runs' frames are freed.
   // Thread-safe: several runs may be in flight at once.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& fetches,
