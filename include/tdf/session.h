@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,9 +80,12 @@ struct SessionOptions {
   // compute for a long time before it fails; set a deadline as well.
   int64_t max_tag_depth = 2'000'000;
   // Per run: a run still going once it has passed fails (DEADLINE_EXCEEDED).
-  // Zero or negative: every run fails so, before it starts.
+  // Zero or negative: every run fails so, before it starts. The default of
+  // every run; RunOptions::deadline replaces it for one run.
   absl::Duration deadline = absl::InfiniteDuration();
-  bool collect_node_stats = false;      // per-node firing counts in RunStats
+  // Per-node firing counts in RunStats (RunOptions::collect_node_stats
+  // replaces it for one run).
+  bool collect_node_stats = false;
   // In function bodies, a Cond branch that is not taken is skipped as a whole:
   // the ops after it receive its dead tokens directly, and the branch's own
   // nodes do not fire dead one by one (results are the same; RunStats and
@@ -125,9 +129,12 @@ struct SessionOptions {
   // (still nothing after it: no step).
   bool evaluate_without_gradients = true;
   // Chrome trace JSON (opens in Perfetto) written after each run. Also
-  // switched on by the environment variable TDF_TRACE=path.
+  // switched on by the environment variable TDF_TRACE=path. RunOptions::
+  // trace_path replaces both for one run.
   std::string trace_path;
-  ExecutionObserver* observer = nullptr;  // not owned
+  // Sees every firing of every run (RunOptions::observer replaces it for
+  // one run). Not owned; outlives the session's runs.
+  ExecutionObserver* observer = nullptr;
   // Device placement (tdf/placement.h), run by Create when this is set or
   // a node names a GPU: tensor ops with a CUDA kernel and floating-point
   // Variables go to cuda:0; control flow, predicates, integer index
@@ -155,7 +162,8 @@ struct RunStats {
   int64_t tail_callers_released = 0;
   int64_t peak_live_frames = 0;
   // Frames still live when the run ended: 0 after a successful run unless
-  // something leaked; after a failed one, those the run then reclaimed.
+  // something leaked; after a failed one, those the run then reclaimed
+  // (freed after Run returns when there are many: see Session::Run).
   int64_t live_frames_after_run = 0;
   int64_t max_tag_depth = 0;
   int64_t instantiations = 0;   // dynamic mode: function bodies copied
@@ -179,6 +187,32 @@ class CancellationToken {
 
  private:
   std::atomic<bool> cancelled_{false};
+};
+
+// Settings of one run, for what an application varies from run to run on
+// one session (TensorFlow's RunOptions: timeout_in_ms, trace_level). A field
+// left unset takes the session's value (SessionOptions); a set one replaces
+// it for this run only, so a run may also lift a setting the session has
+// (deadline = absl::InfiniteDuration(), observer = nullptr, trace_path = "").
+//
+//   tdf::RunOptions quick;
+//   quick.deadline = absl::Milliseconds(50);     // this run only
+//   absl::StatusOr<std::vector<tdf::Tensor>> out =
+//       session->Run(quick, {{"n", tdf::Tensor::Scalar<int64_t>(30)}}, {"result"}, {});
+struct RunOptions {
+  // SessionOptions::deadline for this run: DEADLINE_EXCEEDED once it has
+  // passed (zero or negative: before the run starts); absl::InfiniteDuration()
+  // runs without one.
+  std::optional<absl::Duration> deadline;
+  // SessionOptions::collect_node_stats for this run.
+  std::optional<bool> collect_node_stats;
+  // SessionOptions::trace_path (and TDF_TRACE) for this run: the Chrome
+  // trace of this run goes there; "" traces nothing.
+  std::optional<std::string> trace_path;
+  // SessionOptions::observer for this run; nullptr: none. Not owned.
+  std::optional<ExecutionObserver*> observer;
+  // Cancels this run from another thread (not owned; outlives the run).
+  const CancellationToken* cancel = nullptr;
 };
 
 class Session {
@@ -218,12 +252,26 @@ class Session {
   // the call must have run. Each Placeholder is fed at most once (a name given
   // twice is INVALID_ARGUMENT); a needed one that is not fed is
   // INVALID_ARGUMENT too. A run whose `cancel` is already cancelled returns
-  // CANCELLED without running.
+  // CANCELLED without running. A run that fails (an error, its deadline, a
+  // cancel) returns as soon as its workers stop: the frames it leaves live,
+  // when there are many (4096 or more: a deep recursion), are freed after it
+  // returns, on a background thread, and RunStats::live_frames_after_run
+  // counts them all the same. A stall (FAILED_PRECONDITION) frees them
+  // before it returns: its message names nodes read from them. Destroying
+  // the session waits until its runs' frames are freed.
   // Thread-safe: several runs may be in flight at once.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& fetches,
                                           const std::vector<std::string>& targets = {},
                                           RunStats* stats = nullptr, const CancellationToken* cancel = nullptr);
+  // The same with per-run settings (RunOptions: deadline, tracing, node
+  // stats, observer, cancel), which replace the session's for this run.
+  // `targets` has no default here: with one, Run({}, {}, {...}) would name
+  // either overload.
+  absl::StatusOr<std::vector<Tensor>> Run(const RunOptions& run_options,
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches,
+                                          const std::vector<std::string>& targets, RunStats* stats = nullptr);
 
   const SessionOptions& options() const { return options_; }
   // The graph that runs (after transformation in static mode).

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "oneapi/tbb/task_arena.h"
 #include "runtime/executable.h"
+#include "runtime/frame_reclaimer.h"
 #include "runtime/prune.h"
 #include "runtime/state_kernels.h"
 #include "tdf/session.h"
@@ -24,6 +25,13 @@ struct RunRequest {
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   const CancellationToken* cancel = nullptr;
+  // The run's settings: RunOptions where set, else the session's
+  // (Session::Run resolves them).
+  absl::Duration deadline = absl::InfiniteDuration();
+  const char* deadline_source = "SessionOptions::deadline";  // for the error message
+  bool collect_node_stats = false;
+  std::string trace_path;  // "": no trace
+  ExecutionObserver* observer = nullptr;
 };
 
 class Executor {
@@ -40,6 +48,10 @@ class Executor {
   VariableStore* variables_;  // not owned; outlives the executor
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<RunPruner> pruner_;
+  // Failed runs' frames still being freed after their runs returned; last,
+  // so that it is destroyed first and waits for them while the graph their
+  // blocks point into is still there.
+  FrameReclaimer::Owner reclaims_;
 };
 
 }  // namespace runtime

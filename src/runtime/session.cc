@@ -1,6 +1,7 @@
 #include "tdf/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -173,7 +174,32 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<std::pair<std
                                                  const std::vector<std::string>& fetches,
                                                  const std::vector<std::string>& targets, RunStats* stats,
                                                  const CancellationToken* cancel) {
-  runtime::RunRequest request{feeds, fetches, targets, cancel};
+  RunOptions run_options;
+  run_options.cancel = cancel;
+  return Run(run_options, feeds, fetches, targets, stats);
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(const RunOptions& run_options,
+                                                 const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                 const std::vector<std::string>& fetches,
+                                                 const std::vector<std::string>& targets, RunStats* stats) {
+  runtime::RunRequest request;
+  request.feeds = feeds;
+  request.fetches = fetches;
+  request.targets = targets;
+  request.cancel = run_options.cancel;
+  request.deadline = run_options.deadline.value_or(options_.deadline);
+  if (run_options.deadline.has_value()) request.deadline_source = "RunOptions::deadline";
+  request.collect_node_stats = run_options.collect_node_stats.value_or(options_.collect_node_stats);
+  if (run_options.trace_path.has_value()) {
+    request.trace_path = *run_options.trace_path;
+  } else {
+    request.trace_path = options_.trace_path;
+    if (request.trace_path.empty()) {
+      if (const char* env = std::getenv("TDF_TRACE")) request.trace_path = env;
+    }
+  }
+  request.observer = run_options.observer.value_or(options_.observer);
   return impl_->executor->Run(request, stats);
 }
 
