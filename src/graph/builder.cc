@@ -93,6 +93,10 @@ int OutputContextOf(const std::vector<int>& port_context, int node_context, int 
   if (port < static_cast<int>(port_context.size())) return port_context[port];
   return node_context;
 }
+
+bool IsLoopInvariant(const NodeDef& producer) {
+  return producer.op == "Enter" && producer.GetBoolOr("is_constant", false);
+}
 }  // namespace
 
 Output GraphBuilder::Capture(Output o) {
@@ -298,6 +302,16 @@ std::vector<Output> GraphBuilder::Cond(Output pred, const BranchFn& then_fn, con
     Fail(absl::InvalidArgumentError(absl::StrCat("Cond predicate '", Name(p), "' must be bool, is ",
                                                  DTypeName(dtype(p)))));
     return {};
+  }
+  // In a loop body, a predicate from outside the loop is a loop invariant,
+  // and a Switch of an invariant on it would read only invariants: it would
+  // fire in every iteration the loop creates, the exiting one too, whose
+  // body must stay dead (a live branch result there reaches NextIteration
+  // and starts yet another iteration, forever). An Identity of it gets the
+  // iteration's pivot, as Op gives every node that reads only invariants.
+  if (contexts_[current_context_]->kind == Context::Kind::kLoop && IsLoopInvariant(nodes_[p.node].def)) {
+    p = Op("Identity", {p});
+    if (!p.valid()) return {};
   }
   const int parent = current_context_;
   const std::string cond_name = UniqueName("cond");

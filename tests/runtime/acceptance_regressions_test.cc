@@ -1,7 +1,9 @@
 // What outside acceptance testing found (issue #26), each pinned by the
 // program that showed it: frames left live by loops in untaken branches,
 // main-graph loop results that could not be fetched, and unconditional tail
-// calls that were not released.
+// calls that were not released; then what the random programs of
+// random_recursion_test.cc found in that class once they had loops: loop
+// bodies that read only loop invariants.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "runtime/exec_test_util.h"
 #include "tdf/builder.h"
 #include "tdf/session.h"
@@ -270,6 +273,49 @@ TEST(AcceptanceRegressions, TenThousandNestedFunctionsInDynamicMode) {
   RunStats st;
   EXPECT_EQ(exec_test::RunResult(s.get(), {{"n", I(41)}}, &st).scalar<int64_t>(), 42);
   EXPECT_EQ(st.max_tag_depth, kFunctions);
+}
+
+// Found by the random programs once they had loops (seed 2000030): a Cond
+// in a loop body on a predicate from outside the loop. Its Switches read
+// only loop invariants, so they fired in every iteration the loop created,
+// the exiting one too, where the live branch sent a value to NextIteration
+// and started another iteration: the run never ended (DEADLINE_EXCEEDED).
+// L(a) = loop i from 0 while i < 3: (i + 1, a > 0 ? a : 7); its result is
+// the second variable.
+Outs LoopOverInvariantCond(GraphBuilder& f, Output a) {
+  Output positive = f.Greater(a, f.Const<int64_t>(0));
+  return f.While([&](const Outs& v) { return f.Less(v[0], f.Const<int64_t>(3)); },
+                 [&](const Outs& v) {
+                   Outs picked = f.Cond(positive, [&] { return Outs{a}; }, [&] { return Outs{f.Const<int64_t>(7)}; });
+                   return Outs{f.Add(v[0], f.Const<int64_t>(1)), picked[0]};
+                 },
+                 {f.Const<int64_t>(0), a});
+}
+
+TEST_P(AcceptanceRegressionsTest, ACondOnALoopInvariantEndsWithItsLoop) {
+  for (bool in_function : {true, false}) {
+    SCOPED_TRACE(in_function ? "in a function" : "in the main graph");
+    GraphBuilder b;
+    (void)b.DefineFunction(FunctionSignature{"L", {{"a", DType::kInt64}}, {{"r", DType::kInt64}}},
+                           [](GraphBuilder& f, const Outs& a) { return Outs{LoopOverInvariantCond(f, a[0])[1]}; });
+    Output a = b.Placeholder("a", DType::kInt64);
+    b.Identity(in_function ? b.Call("L", {a})[0] : LoopOverInvariantCond(b, a)[1], "result");
+    const Graph g = Built(b);
+    for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+      SCOPED_TRACE(exec_test::ModeName(mode));
+      SessionOptions options;
+      options.mode = mode;
+      options.num_workers = GetParam();
+      options.deadline = absl::Seconds(10);  // a regression fails instead of hanging
+      auto s = MakeSession(g, options);
+      ASSERT_NE(s, nullptr);
+      for (int64_t v : {5, -1}) {
+        RunStats st;
+        EXPECT_EQ(exec_test::RunResult(s.get(), {{"a", I(v)}}, &st).scalar<int64_t>(), v > 0 ? v : 7);
+        EXPECT_EQ(st.frames_created, (in_function ? 2 : 1) + 4);  // 3 iterations and the exiting one
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, AcceptanceRegressionsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
