@@ -172,6 +172,25 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
     Fail(absl::NotFoundError(absl::StrCat("unknown op '", op, "'")));
     return Output{};
   }
+  if (op == "Merge" && contexts_[current_context_]->kind == Context::Kind::kLoop) {
+    // The executor offers a loop invariant to the nodes that read it in
+    // place, never to a Merge, which fires on the first live input it is
+    // delivered (a control input too, with no value). Each invariant input
+    // goes through an Identity triggered by the iteration's pivot (below),
+    // a value of the iteration like any other.
+    std::vector<Output> per_iteration;
+    bool any_invariant = false;
+    for (Output in : inputs) {
+      Output c = Capture(in);
+      if (!c.valid()) return Output{};
+      if (IsLoopInvariant(nodes_[c.node].def)) {
+        c = Op("Identity", {c});
+        any_invariant = true;
+      }
+      per_iteration.push_back(c);
+    }
+    if (any_invariant) return Op(op, per_iteration, std::move(attrs), name);
+  }
   NodeDef def;
   def.op = op;
   def.attr = std::move(attrs);

@@ -318,6 +318,47 @@ TEST_P(AcceptanceRegressionsTest, ACondOnALoopInvariantEndsWithItsLoop) {
   }
 }
 
+// Found by the random programs (seed 2000091): a Merge in a loop body of
+// two loop invariants. The builder gave it the iteration's pivot as a
+// control input, as it does every node that reads only invariants, but a
+// live input of any kind fires a Merge, and it fired on the control edge
+// with no value: the run fetched an invalid tensor (or a kernel downstream
+// failed on "an invalid (empty) tensor"). And the executor never offers an
+// invariant to a Merge: merge(a, x) with x dead waited forever ("the run
+// stopped making progress"). loop i from 0 while i < 3: (i + 1, merge(a,
+// a)), and the same with merge(a, a value no iteration takes), must end
+// with a.
+TEST_P(AcceptanceRegressionsTest, AMergeOfLoopInvariantsYieldsTheirValue) {
+  for (bool with_dead : {false, true}) {
+    SCOPED_TRACE(with_dead ? "merge(a, dead)" : "merge(a, a)");
+    auto loop = [&](GraphBuilder& f, Output a) {
+      return f.While([&](const Outs& v) { return f.Less(v[0], f.Const<int64_t>(3)); },
+                     [&](const Outs& v) {
+                       Output other = a;
+                       if (with_dead) {
+                         Output never = f.Less(v[0], f.Const<int64_t>(-5));
+                         other = f.Outputs(f.Op("Switch", {v[1], never}, {{"T", DType::kInt64}}))[1];
+                       }
+                       return Outs{f.Add(v[0], f.Const<int64_t>(1)),
+                                   f.Op("Merge", {a, other}, {{"T", DType::kInt64}})};
+                     },
+                     {f.Const<int64_t>(0), f.Const<int64_t>(0)})[1];
+    };
+    for (bool in_function : {true, false}) {
+      SCOPED_TRACE(in_function ? "in a function" : "in the main graph");
+      GraphBuilder b;
+      (void)b.DefineFunction(FunctionSignature{"L", {{"a", DType::kInt64}}, {{"r", DType::kInt64}}},
+                             [&](GraphBuilder& f, const Outs& a) { return Outs{f.Add(loop(f, a[0]), a[0])}; });
+      Output a = b.Placeholder("a", DType::kInt64);
+      b.Identity(in_function ? b.Call("L", {a})[0] : b.Add(loop(b, a), a), "result");
+      const Graph g = Built(b);
+      exec_test::ForEachMode(g, GetParam(), [&](Session* s) {
+        EXPECT_EQ(exec_test::RunResult(s, {{"a", I(5)}}).scalar<int64_t>(), 10);
+      });
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, AcceptanceRegressionsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
