@@ -467,6 +467,16 @@ std::vector<Output> GraphBuilder::While(const LoopCondFn& cond_fn, const LoopBod
   for (Output v : loop_vars) {
     Output c = Capture(v);
     if (!c.valid()) return {};
+    // In a loop body, an initial value from outside that loop is its
+    // invariant, and an Enter reading only invariants would fire in every
+    // iteration, the exiting one too, and start this loop there (whole,
+    // when every initial value is one; its results then reach NextIteration
+    // and the outer loop never ends). As Op does for such nodes, an
+    // Identity triggered by the iteration's pivot.
+    if (contexts_[parent]->kind == Context::Kind::kLoop && IsLoopInvariant(nodes_[c.node].def)) {
+      c = Op("Identity", {c});
+      if (!c.valid()) return {};
+    }
     vars.push_back(c);
   }
   const std::string loop_name = options.name.empty() ? UniqueName("while") : options.name;

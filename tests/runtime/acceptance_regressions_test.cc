@@ -359,6 +359,53 @@ TEST_P(AcceptanceRegressionsTest, AMergeOfLoopInvariantsYieldsTheirValue) {
   }
 }
 
+// The class of the two above, in a loop nested in a loop body: a nested
+// loop's initial value from outside the outer loop is an invariant of the
+// outer loop, and its Enter read only that: it fired in every outer
+// iteration, the exiting one too, so the nested loop ran there in part
+// (here its condition's call g(w): one invocation too many) or, were all
+// its initial values invariants, whole. Outer: loop i from 0 while i < 3:
+// (i + 1, inner's w); inner: loop j from 0 while j < 2 && g(w) > -1000:
+// (j + 1, w) from w = a; g(x) = x + 1. Three inner loops of three
+// conditions each: 9 invocations.
+TEST_P(AcceptanceRegressionsTest, ALoopInALoopStartsOnlyInLiveIterations) {
+  for (bool all_invariant : {false, true}) {
+    SCOPED_TRACE(all_invariant ? "every initial value an invariant" : "one initial value an invariant");
+    GraphBuilder b;
+    (void)b.DefineFunction(FunctionSignature{"g", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                           [](GraphBuilder& f, const Outs& x) { return Outs{f.Add(x[0], f.Const<int64_t>(1))}; });
+    Output a = b.Placeholder("a", DType::kInt64);
+    Output zero = b.Const<int64_t>(0);
+    std::vector<Output> out = b.While(
+        [&](const Outs& v) { return b.Less(v[0], b.Const<int64_t>(3)); },
+        [&](const Outs& v) {
+          Outs inner = b.While(
+              [&](const Outs& u) {
+                return b.LogicalAnd(b.Less(u[0], b.Const<int64_t>(2)),
+                                    b.Greater(b.Call("g", {u[1]})[0], b.Const<int64_t>(-1000)));
+              },
+              [&](const Outs& u) { return Outs{b.Add(u[0], b.Const<int64_t>(1)), u[1]}; },
+              {all_invariant ? zero : b.Const<int64_t>(0), a});
+          return Outs{b.Add(v[0], b.Const<int64_t>(1)), inner[1]};
+        },
+        {zero, zero});
+    b.Identity(out[1], "result");
+    const Graph g = Built(b);
+    for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+      SCOPED_TRACE(exec_test::ModeName(mode));
+      SessionOptions options;
+      options.mode = mode;
+      options.num_workers = GetParam();
+      options.deadline = absl::Seconds(10);  // a regression fails instead of hanging
+      auto s = MakeSession(g, options);
+      ASSERT_NE(s, nullptr);
+      RunStats st;
+      EXPECT_EQ(exec_test::RunResult(s.get(), {{"a", I(5)}}, &st).scalar<int64_t>(), 5);
+      EXPECT_EQ(exec_test::OpCount(st, mode == ExecutionMode::kStatic ? "Call" : "Invoke").first, 9);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, AcceptanceRegressionsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
