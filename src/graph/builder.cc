@@ -146,6 +146,10 @@ int OutputContextOf(const std::vector<int>& port_context, int node_context, int 
   if (port < static_cast<int>(port_context.size())) return port_context[port];
   return node_context;
 }
+
+bool IsLoopInvariant(const NodeDef& producer) {
+  return producer.op == "Enter" && producer.GetBoolOr("is_constant", false);
+}
 }  // namespace
 
 Output GraphBuilder::Capture(Output o) {
@@ -225,6 +229,25 @@ Output GraphBuilder::Op(const std::string& op, const std::vector<Output>& inputs
   if (schema == nullptr) {
     Fail(absl::NotFoundError(absl::StrCat("unknown op '", op, "'")));
     return failed();
+  }
+  if (op == "Merge" && contexts_[current_context_]->kind == Context::Kind::kLoop) {
+    // The executor offers a loop invariant to the nodes that read it in
+    // place, never to a Merge, which fires on the first live input it is
+    // delivered (a control input too, with no value). Each invariant input
+    // goes through an Identity triggered by the iteration's pivot (below),
+    // a value of the iteration like any other.
+    std::vector<Output> per_iteration;
+    bool any_invariant = false;
+    for (Output in : inputs) {
+      Output c = Capture(in);
+      if (!c.valid()) return failed();
+      if (IsLoopInvariant(nodes_[c.node].def)) {
+        c = Op("Identity", {c});
+        any_invariant = true;
+      }
+      per_iteration.push_back(c);
+    }
+    if (any_invariant) return Op(op, per_iteration, std::move(def.attr), name);
   }
   std::vector<DType> input_types;
   for (Output in : inputs) {
@@ -366,6 +389,16 @@ std::vector<Output> GraphBuilder::CondOrError(Output pred, const BranchFn& then_
     Fail(absl::InvalidArgumentError(absl::StrCat("Cond predicate '", Name(p), "' must be bool, is ",
                                                  DTypeName(dtype(p)))));
     return {};
+  }
+  // In a loop body, a predicate from outside the loop is a loop invariant,
+  // and a Switch of an invariant on it would read only invariants: it would
+  // fire in every iteration the loop creates, the exiting one too, whose
+  // body must stay dead (a live branch result there reaches NextIteration
+  // and starts yet another iteration, forever). An Identity of it gets the
+  // iteration's pivot, as Op gives every node that reads only invariants.
+  if (contexts_[current_context_]->kind == Context::Kind::kLoop && IsLoopInvariant(nodes_[p.node].def)) {
+    p = Op("Identity", {p});
+    if (!p.valid()) return {};
   }
   const int parent = current_context_;
   const std::string cond_name = UniqueName("cond");
@@ -512,6 +545,16 @@ std::vector<Output> GraphBuilder::WhileOrError(const LoopCondFn& cond_fn, const 
   for (Output v : loop_vars) {
     Output c = Capture(v);
     if (!c.valid()) return {};
+    // In a loop body, an initial value from outside that loop is its
+    // invariant, and an Enter reading only invariants would fire in every
+    // iteration, the exiting one too, and start this loop there (whole,
+    // when every initial value is one; its results then reach NextIteration
+    // and the outer loop never ends). As Op does for such nodes, an
+    // Identity triggered by the iteration's pivot.
+    if (contexts_[parent]->kind == Context::Kind::kLoop && IsLoopInvariant(nodes_[c.node].def)) {
+      c = Op("Identity", {c});
+      if (!c.valid()) return {};
+    }
     vars.push_back(c);
   }
   const std::string loop_name = options.name.empty() ? UniqueName("while") : options.name;

@@ -1,7 +1,9 @@
 // What outside acceptance testing found (issue #26), each pinned by the
 // program that showed it: frames left live by loops in untaken branches,
 // main-graph loop results that could not be fetched, and unconditional tail
-// calls that were not released.
+// calls that were not released; then what the random programs of
+// random_recursion_test.cc found in that class once they had loops: loop
+// bodies that read only loop invariants.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "runtime/exec_test_util.h"
 #include "tdf/builder.h"
 #include "tdf/session.h"
@@ -270,6 +273,137 @@ TEST(AcceptanceRegressions, TenThousandNestedFunctionsInDynamicMode) {
   RunStats st;
   EXPECT_EQ(exec_test::RunResult(s.get(), {{"n", I(41)}}, &st).scalar<int64_t>(), 42);
   EXPECT_EQ(st.max_tag_depth, kFunctions);
+}
+
+// Found by the random programs once they had loops (seed 2000030): a Cond
+// in a loop body on a predicate from outside the loop. Its Switches read
+// only loop invariants, so they fired in every iteration the loop created,
+// the exiting one too, where the live branch sent a value to NextIteration
+// and started another iteration: the run never ended (DEADLINE_EXCEEDED).
+// L(a) = loop i from 0 while i < 3: (i + 1, a > 0 ? a : 7); its result is
+// the second variable.
+Outs LoopOverInvariantCond(GraphBuilder& f, Output a) {
+  Output positive = f.Greater(a, f.Const<int64_t>(0));
+  return f.While([&](const Outs& v) { return f.Less(v[0], f.Const<int64_t>(3)); },
+                 [&](const Outs& v) {
+                   Outs picked = f.Cond(positive, [&] { return Outs{a}; }, [&] { return Outs{f.Const<int64_t>(7)}; });
+                   return Outs{f.Add(v[0], f.Const<int64_t>(1)), picked[0]};
+                 },
+                 {f.Const<int64_t>(0), a});
+}
+
+TEST_P(AcceptanceRegressionsTest, ACondOnALoopInvariantEndsWithItsLoop) {
+  for (bool in_function : {true, false}) {
+    SCOPED_TRACE(in_function ? "in a function" : "in the main graph");
+    GraphBuilder b;
+    (void)b.DefineFunction(FunctionSignature{"L", {{"a", DType::kInt64}}, {{"r", DType::kInt64}}},
+                           [](GraphBuilder& f, const Outs& a) { return Outs{LoopOverInvariantCond(f, a[0])[1]}; });
+    Output a = b.Placeholder("a", DType::kInt64);
+    b.Identity(in_function ? b.Call("L", {a})[0] : LoopOverInvariantCond(b, a)[1], "result");
+    const Graph g = Built(b);
+    for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+      SCOPED_TRACE(exec_test::ModeName(mode));
+      SessionOptions options;
+      options.mode = mode;
+      options.num_workers = GetParam();
+      options.deadline = absl::Seconds(10);  // a regression fails instead of hanging
+      auto s = MakeSession(g, options);
+      ASSERT_NE(s, nullptr);
+      for (int64_t v : {5, -1}) {
+        RunStats st;
+        EXPECT_EQ(exec_test::RunResult(s.get(), {{"a", I(v)}}, &st).scalar<int64_t>(), v > 0 ? v : 7);
+        EXPECT_EQ(st.frames_created, (in_function ? 2 : 1) + 4);  // 3 iterations and the exiting one
+      }
+    }
+  }
+}
+
+// Found by the random programs (seed 2000091): a Merge in a loop body of
+// two loop invariants. The builder gave it the iteration's pivot as a
+// control input, as it does every node that reads only invariants, but a
+// live input of any kind fires a Merge, and it fired on the control edge
+// with no value: the run fetched an invalid tensor (or a kernel downstream
+// failed on "an invalid (empty) tensor"). And the executor never offers an
+// invariant to a Merge: merge(a, x) with x dead waited forever ("the run
+// stopped making progress"). loop i from 0 while i < 3: (i + 1, merge(a,
+// a)), and the same with merge(a, a value no iteration takes), must end
+// with a.
+TEST_P(AcceptanceRegressionsTest, AMergeOfLoopInvariantsYieldsTheirValue) {
+  for (bool with_dead : {false, true}) {
+    SCOPED_TRACE(with_dead ? "merge(a, dead)" : "merge(a, a)");
+    auto loop = [&](GraphBuilder& f, Output a) {
+      return f.While([&](const Outs& v) { return f.Less(v[0], f.Const<int64_t>(3)); },
+                     [&](const Outs& v) {
+                       Output other = a;
+                       if (with_dead) {
+                         Output never = f.Less(v[0], f.Const<int64_t>(-5));
+                         other = f.Outputs(f.Op("Switch", {v[1], never}, {{"T", DType::kInt64}}))[1];
+                       }
+                       return Outs{f.Add(v[0], f.Const<int64_t>(1)),
+                                   f.Op("Merge", {a, other}, {{"T", DType::kInt64}})};
+                     },
+                     {f.Const<int64_t>(0), f.Const<int64_t>(0)})[1];
+    };
+    for (bool in_function : {true, false}) {
+      SCOPED_TRACE(in_function ? "in a function" : "in the main graph");
+      GraphBuilder b;
+      (void)b.DefineFunction(FunctionSignature{"L", {{"a", DType::kInt64}}, {{"r", DType::kInt64}}},
+                             [&](GraphBuilder& f, const Outs& a) { return Outs{f.Add(loop(f, a[0]), a[0])}; });
+      Output a = b.Placeholder("a", DType::kInt64);
+      b.Identity(in_function ? b.Call("L", {a})[0] : b.Add(loop(b, a), a), "result");
+      const Graph g = Built(b);
+      exec_test::ForEachMode(g, GetParam(), [&](Session* s) {
+        EXPECT_EQ(exec_test::RunResult(s, {{"a", I(5)}}).scalar<int64_t>(), 10);
+      });
+    }
+  }
+}
+
+// The class of the two above, in a loop nested in a loop body: a nested
+// loop's initial value from outside the outer loop is an invariant of the
+// outer loop, and its Enter read only that: it fired in every outer
+// iteration, the exiting one too, so the nested loop ran there in part
+// (here its condition's call g(w): one invocation too many) or, were all
+// its initial values invariants, whole. Outer: loop i from 0 while i < 3:
+// (i + 1, inner's w); inner: loop j from 0 while j < 2 && g(w) > -1000:
+// (j + 1, w) from w = a; g(x) = x + 1. Three inner loops of three
+// conditions each: 9 invocations.
+TEST_P(AcceptanceRegressionsTest, ALoopInALoopStartsOnlyInLiveIterations) {
+  for (bool all_invariant : {false, true}) {
+    SCOPED_TRACE(all_invariant ? "every initial value an invariant" : "one initial value an invariant");
+    GraphBuilder b;
+    (void)b.DefineFunction(FunctionSignature{"g", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                           [](GraphBuilder& f, const Outs& x) { return Outs{f.Add(x[0], f.Const<int64_t>(1))}; });
+    Output a = b.Placeholder("a", DType::kInt64);
+    Output zero = b.Const<int64_t>(0);
+    std::vector<Output> out = b.While(
+        [&](const Outs& v) { return b.Less(v[0], b.Const<int64_t>(3)); },
+        [&](const Outs& v) {
+          Outs inner = b.While(
+              [&](const Outs& u) {
+                return b.LogicalAnd(b.Less(u[0], b.Const<int64_t>(2)),
+                                    b.Greater(b.Call("g", {u[1]})[0], b.Const<int64_t>(-1000)));
+              },
+              [&](const Outs& u) { return Outs{b.Add(u[0], b.Const<int64_t>(1)), u[1]}; },
+              {all_invariant ? zero : b.Const<int64_t>(0), a});
+          return Outs{b.Add(v[0], b.Const<int64_t>(1)), inner[1]};
+        },
+        {zero, zero});
+    b.Identity(out[1], "result");
+    const Graph g = Built(b);
+    for (ExecutionMode mode : {ExecutionMode::kStatic, ExecutionMode::kDynamic}) {
+      SCOPED_TRACE(exec_test::ModeName(mode));
+      SessionOptions options;
+      options.mode = mode;
+      options.num_workers = GetParam();
+      options.deadline = absl::Seconds(10);  // a regression fails instead of hanging
+      auto s = MakeSession(g, options);
+      ASSERT_NE(s, nullptr);
+      RunStats st;
+      EXPECT_EQ(exec_test::RunResult(s.get(), {{"a", I(5)}}, &st).scalar<int64_t>(), 5);
+      EXPECT_EQ(exec_test::OpCount(st, mode == ExecutionMode::kStatic ? "Call" : "Invoke").first, 9);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, AcceptanceRegressionsTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
