@@ -20,6 +20,7 @@
 #include "graph/frames.h"
 #include "gtest/gtest.h"
 #include "tdf/builder.h"
+#include "tdf/placement.h"
 #include "tdf/reference_programs.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
@@ -433,6 +434,43 @@ TEST(Partition, Deterministic) {
   PartitionedGraph a = PartitionOrDie(g, 3);
   PartitionedGraph b = PartitionOrDie(g, 3);
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(a.partitions[r] == b.partitions[r]) << r;
+}
+
+// A distributed session places each rank's partition after cutting it: a
+// device value then reaches its Send through a CopyToHost, and a Recv's
+// host value reaches a GPU consumer through a CopyToDevice.
+TEST(Partition, PlacingAPartitionCopiesAroundSendAndRecv) {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kFloat32);
+  Output t = b.Op("Tanh", {x}, {}, "t");
+  Output s = b.Op("Sum", {t}, {}, "s");
+  Output u = b.Op("Neg", {s}, {}, "u");
+  b.SetDevice(x, "rank:0");
+  b.SetDevice(t, "rank:0/cuda:0");
+  b.SetDevice(s, "rank:1");
+  b.SetDevice(u, "rank:0/cuda:0");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  PartitionedGraph parts = PartitionOrDie(*g, 2);
+  CheckPartitions(*g, parts, 2);
+  Graph& rank0 = parts.partitions[0];
+  PlacementOptions placement;
+  placement.device_count_override = 1;
+  ASSERT_TRUE(PlaceDevices(rank0, placement).ok());
+  const NodeDef* send = nullptr;
+  for (const NodeDef& n : rank0.node)
+    if (n.op == "Send") send = &n;
+  ASSERT_NE(send, nullptr);
+  ASSERT_EQ(send->input.size(), 1u);
+  const NodeDef* to_host = rank0.FindNode(send->input[0]);
+  ASSERT_NE(to_host, nullptr);
+  EXPECT_EQ(to_host->op, "CopyToHost");
+  EXPECT_EQ(to_host->input[0], "t");
+  const NodeDef* to_device = rank0.FindNode(rank0.FindNode("u")->input[0]);
+  ASSERT_NE(to_device, nullptr);
+  EXPECT_EQ(to_device->op, "CopyToDevice");
+  EXPECT_EQ(rank0.FindNode(to_device->input[0])->op, "Recv");
+  EXPECT_TRUE(Validate(rank0).ok()) << Validate(rank0);
 }
 
 uint64_t BaseSeed() {
