@@ -1,0 +1,120 @@
+// Compiler step: slot layout. Requires: every step that changes edges.
+// Ensures: forwarded nodes keep no slots; each block's frame layout
+// (pending counters, child slots, token slots, arguments) and, for small
+// frames, the image a new frame is copied from. Always on. Pinned by
+// tests/runtime/frame_reuse_test.cc.
+#include "runtime/compiler/compiler.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/frame.h"
+#include "runtime/state_kernels.h"
+#include "tdf/status.h"
+
+namespace tdf {
+namespace runtime {
+
+// A forwarded node never fires (its producers deliver past it), so slots
+// laid out for its inputs would be copied into every frame and never read:
+// it gets none unless some edge still targets it (a dead region's frontier
+// may fire a forwarded result Identity). fib's frame: 27 slots -> 17.
+// site_returns and missing_arg_merges name forwarded nodes too, but
+// DeliverDead follows a forwarded node's edges and never reads its slot.
+void Compiler::CompactSlots() {
+  std::vector<NodeBuild>& nodes = nodes_;
+  std::vector<uint8_t> targeted(nodes.size(), 0);
+  for (const NodeBuild& p : nodes)
+    for (const OutEdge& e : p.edges) targeted[e.dst] = 1;
+  for (const ExecBlock& blk : exe_->blocks)
+    for (const DeadRegionGroup& group : blk.dead_regions)
+      for (const auto& frontier : group.frontier)
+        for (const OutEdge& e : frontier) targeted[e.dst] = 1;
+  for (const NodeBuild& n : nodes)
+    if (Info(n).dead_data_ports != 0)
+      for (const auto& frontier : Info(n).lists->dead_data_frontier)
+        for (const OutEdge& e : frontier) targeted[e.dst] = 1;
+  std::vector<std::vector<int32_t>> new_slot(exe_->blocks.size());
+  for (ExecBlock& blk : exe_->blocks) {
+    std::vector<int32_t>& map = new_slot[blk.id];
+    map.assign(blk.num_slots, -1);
+    std::vector<uint8_t> is_prefilled(blk.num_slots, 0);
+    for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
+    std::vector<uint8_t> has_prefilled(blk.nodes.size(), 0);
+    for (size_t i = 0; i < blk.nodes.size(); ++i) {
+      const NodeBuild& n = nodes[blk.nodes[i]];
+      for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+    }
+    // Nodes with a folded constant first: a reused frame restores its
+    // constants with the counters, in one copy (Worker::NewFrame).
+    int32_t next = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < blk.nodes.size(); ++i) {
+        const int32_t id = blk.nodes[i];
+        NodeBuild& n = nodes[id];
+        if ((Info(n).forwarded && !targeted[id]) || (has_prefilled[i] != 0) != (pass == 0)) continue;
+        for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
+        n.slot_base = next;
+        next += n.num_inputs;
+      }
+      if (pass == 0) blk.prefilled_slots_end = next;
+    }
+    blk.num_slots = next;
+    std::vector<std::pair<int32_t, Tensor>> prefilled;
+    for (auto& [slot, value] : blk.prefilled)
+      if (map[slot] >= 0) prefilled.push_back({map[slot], std::move(value)});
+    blk.prefilled = std::move(prefilled);
+  }
+  auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
+  for (NodeBuild& n : nodes) {
+    for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
+    if (Info(n).lists != nullptr) {
+      for (auto& [ret, slot] : Info(n).lists->site_returns) slot = remap(ret, slot);
+      for (auto& [merge, slot] : Info(n).lists->missing_arg_merges) slot = remap(merge, slot);
+    }
+  }
+  for (ExecBlock& blk : exe_->blocks)
+    for (DeadRegionGroup& group : blk.dead_regions)
+      for (auto& frontier : group.frontier)
+        for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
+  for (NodeBuild& n : nodes)
+    if (Info(n).dead_data_ports != 0)
+      for (auto& frontier : Info(n).lists->dead_data_frontier)
+        for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
+}
+
+void Compiler::Layout(ExecBlock& blk) {
+  blk.pending_template.assign(blk.nodes.size() + blk.dead_regions.size(), 0);
+  for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = nodes_[blk.nodes[i]].pending_init;
+  for (const DeadRegionGroup& g : blk.dead_regions) blk.pending_template[g.counter_index] = g.members;
+  size_t off = AlignUp(sizeof(Frame), 16);
+  blk.pending_offset = off;
+  off = AlignUp(off + sizeof(std::atomic<int32_t>) * blk.pending_template.size(), 16);
+  blk.children_offset = off;
+  off = AlignUp(off + sizeof(runtime::ChildSlot) * blk.num_child_slots, 16);
+  blk.slots_offset = off;
+  off = AlignUp(off + sizeof(Token) * blk.num_slots, 16);
+  blk.args_offset = off;
+  off = AlignUp(off + sizeof(Token) * blk.num_args, 64);
+  blk.frame_bytes = off;
+  // A small frame whose folded constants are inline scalars starts as a
+  // copy of one image (pending counts, empty child slots and tokens, the
+  // constants): one memcpy per invocation or iteration.
+  constexpr size_t kMaxImageBytes = 8192;
+  bool inline_constants = true;
+  for (const auto& [slot, value] : blk.prefilled) inline_constants &= value.is_inline_scalar();
+  blk.image.clear();
+  if (inline_constants && blk.frame_bytes <= kMaxImageBytes) {
+    blk.image.assign(blk.frame_bytes - blk.pending_offset, 0);
+    if (!blk.pending_template.empty())  // an empty block's is null: no memcpy from it
+      std::memcpy(blk.image.data(), blk.pending_template.data(), sizeof(int32_t) * blk.pending_template.size());
+    for (const auto& [slot, value] : blk.prefilled) {
+      char* at = blk.image.data() + (blk.slots_offset - blk.pending_offset) + sizeof(Token) * slot;
+      std::memcpy(at, static_cast<const void*>(&value), sizeof(Tensor));  // an inline scalar owns nothing
+    }
+  }
+}
+
+}  // namespace runtime
+}  // namespace tdf
