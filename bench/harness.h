@@ -47,7 +47,11 @@ struct Measurement {
   bool ran = false;
   bool ok = false;        // ran, every answer verified
   std::string error;
-  double seconds = kNaN;  // real time per run
+  double seconds = kNaN;  // real time per run: the median over rounds
+  // One time per run per round (--rounds): each round runs every benchmark
+  // once, in order, so a ratio of two variants pairs samples taken minutes
+  // apart at most, whatever the machine's drift between rounds.
+  std::vector<double> round_seconds;
   int64_t iterations = 0;
   bool warmed_up = false;  // the untimed first run is done (BenchmarkBody)
   // tdf runs (RunStats of the last run):
@@ -91,7 +95,14 @@ struct ReportOptions {
   double rss_baseline_mb = kNaN;
   std::string csv_path, plot_path, json_path;
   std::string machine;  // MachineLine: threads and core-to-core latency
+  int rounds = 1;
 };
+
+// The median of `v` (NaN when empty).
+double Median(std::vector<double> v);
+// a/b per round (paired by round), NaN-free: empty if either did not run in
+// every round.
+std::vector<double> RoundRatios(const Measurement* a, const Measurement* b);
 
 // report.cc
 void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& options);

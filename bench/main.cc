@@ -54,13 +54,16 @@ struct Flags {
   std::string probe;  // internal: run one benchmark once, print VmHWM
   std::vector<std::string> benchmark_args;
   bool user_min_time = false;
+  int rounds = 1;
 };
 
 void PrintUsage() {
   std::fprintf(stderr,
                "usage: tdf_bench [--quick] [--workers=N] [--filter=REGEX] [--json=PATH] [--csv=PATH]\n"
-               "                 [--plot=PATH.png] [--no-rss] [--verbose] [--benchmark_*=...]\n"
+               "                 [--plot=PATH.png] [--no-rss] [--verbose] [--rounds=N] [--benchmark_*=...]\n"
                "  --quick        small sizes (well under a minute)\n"
+               "  --rounds=N     run every benchmark N times, round after round; times are medians and\n"
+               "                 ratios (tdf/oneTBB, 1w/2w) are medians of per-round ratios with their range\n"
                "  --workers=N    also run tdf and oneTBB with N workers (1 and 2 always run)\n"
                "  --filter=REGEX run the benchmarks whose name (e.g. fib/24/static/2w) matches\n"
                "  --json=PATH    Google Benchmark JSON output\n"
@@ -85,6 +88,11 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     } else if (value("--workers", &v)) {
       if (!absl::SimpleAtoi(v, &flags->workers) || flags->workers < 1) {
         std::fprintf(stderr, "tdf_bench: --workers wants a positive integer, got '%s'\n", v.c_str());
+        return false;
+      }
+    } else if (value("--rounds", &v)) {
+      if (!absl::SimpleAtoi(v, &flags->rounds) || flags->rounds < 1) {
+        std::fprintf(stderr, "tdf_bench: --rounds wants a positive integer, got '%s'\n", v.c_str());
         return false;
       }
     } else if (value("--filter", &flags->filter) || value("--json", &flags->json) ||
@@ -333,12 +341,12 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
         ProgressDone(m);
         continue;
       }
-      if (run.run_type != Run::RT_Iteration) continue;
-      // Repetitions accumulate: the time is the mean over all of them.
-      total_time_[it->second] += run.real_accumulated_time;
+      if (run.run_type != Run::RT_Iteration || run.iterations <= 0) continue;
+      // Each round (and each --benchmark_repetitions run) is one sample.
+      m.round_seconds.push_back(run.real_accumulated_time / static_cast<double>(run.iterations));
       m.iterations += run.iterations;
-      m.seconds = total_time_[it->second] / static_cast<double>(m.iterations);
-      m.ok = true;
+      m.seconds = Median(m.round_seconds);
+      m.ok = m.error.empty();  // a round that failed fails the variant
       ProgressDone(m);
     }
   }
@@ -349,7 +357,6 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
  private:
   bool verbose_;
   benchmark::ConsoleReporter console_{benchmark::ConsoleReporter::OO_None};
-  std::map<int, double> total_time_;
 };
 
 // ---- peak RSS in a fresh process -------------------------------------------
@@ -515,13 +522,21 @@ int RealMain(int argc, char** argv) {
 
   if (!state.tdf_available) std::fprintf(stderr, "tdf_bench: tdf cases skipped: %s\n", state.tdf_why.c_str());
   CollectingReporter reporter(flags.verbose);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  // Rounds, not Google Benchmark's repetitions: those run one benchmark's
+  // repetitions back to back, so the machine's drift (up to 2x between
+  // hours here) lands between variants instead of between rounds.
+  for (int round = 0; round < flags.rounds; ++round) {
+    if (flags.rounds > 1) std::fprintf(stderr, "%s[round %d/%d]\n", state.tty ? "\r\033[K" : "", round + 1, flags.rounds);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (state.wrong_answers > 0) break;
+  }
   if (state.tty) std::fputs("\r\033[K", stderr);
   for (CaseResult& r : state.results) r.calls = Calls(r.c);
   if (flags.rss) MeasureRss();
 
   ReportOptions options;
   options.workers = workers;
+  options.rounds = flags.rounds;
   options.tdf_available = state.tdf_available;
   options.tdf_unavailable_reason = state.tdf_why;
   options.csv_path = flags.csv;

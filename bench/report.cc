@@ -35,6 +35,15 @@ std::string Seconds(double s) {
 
 std::string Ratio(double r) { return std::isnan(r) || std::isinf(r) ? "-" : Fmt("%.2fx", r); }
 
+// "0.85x" for one round, "0.85x [0.80-0.92]" (median [min-max] of the
+// per-round ratios) for several.
+std::string RatioSpread(const std::vector<double>& ratios) {
+  if (ratios.empty()) return "-";
+  if (ratios.size() == 1) return Ratio(ratios[0]);
+  auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  return absl::StrCat(Ratio(Median(ratios)), " [", Fmt("%.2f", *lo), "-", Fmt("%.2f", *hi), "]");
+}
+
 std::string Count(double n) {
   if (n < 0 || std::isnan(n)) return "-";
   if (n < 1e4) return Fmt("%.0f", n);
@@ -98,12 +107,15 @@ std::vector<Column> Columns(const ReportOptions& o) {
   for (size_t i = 1; i < o.workers.size(); ++i) {
     int w = o.workers[i];
     cols.push_back({absl::StrCat("st ", w, "w"), false, [w](const CaseResult& r) {
-                      return Ratio(Div(Time(r, "static/1w"), Time(r, W("static", w))));
+                      return RatioSpread(RoundRatios(r.Find("static/1w"), r.Find(W("static", w))));
                     }});
     cols.push_back({absl::StrCat("dyn ", w, "w"), false, [w](const CaseResult& r) {
-                      return Ratio(Div(Time(r, "dynamic/1w"), Time(r, W("dynamic", w))));
+                      return RatioSpread(RoundRatios(r.Find("dynamic/1w"), r.Find(W("dynamic", w))));
                     }});
   }
+  cols.push_back({"st/tbb", false, [](const CaseResult& r) {
+                    return RatioSpread(RoundRatios(r.Find("static/1w"), r.Find("tbb/1w")));
+                  }});
   cols.push_back({"ns/call", false, [](const CaseResult& r) {
                     double ns = Div(Time(r, "static/1w"), static_cast<double>(r.calls)) * 1e9;
                     return std::isnan(ns) ? std::string("-") : Fmt("%.0f", ns);
@@ -144,6 +156,24 @@ std::string Csv(double v) {
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::vector<double> RoundRatios(const Measurement* a, const Measurement* b) {
+  std::vector<double> ratios;
+  if (a == nullptr || b == nullptr || !a->ok || !b->ok || a->round_seconds.size() != b->round_seconds.size())
+    return ratios;
+  for (size_t i = 0; i < a->round_seconds.size(); ++i) {
+    if (b->round_seconds[i] <= 0) return {};
+    ratios.push_back(a->round_seconds[i] / b->round_seconds[i]);
+  }
+  return ratios;
+}
 
 void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& o) {
   std::vector<Column> cols = Columns(o);
@@ -190,14 +220,17 @@ void PrintTable(const std::vector<CaseResult>& results, const ReportOptions& o) 
   std::string multi;
   for (size_t i = 1; i < o.workers.size(); ++i) absl::StrAppend(&multi, i > 1 ? ", " : "", "st ", o.workers[i], "w, dyn ", o.workers[i], "w");
   std::printf(
-      "\nTimes: wall-clock per run (Google Benchmark, mean over its iterations), variants run one after the other\n"
-      "in this process; every answer was checked against the native oracle. static/dynamic: tdf at 1 worker.\n"
-      "st/dyn: dynamic time / static time (>1: static faster). %s: 1-worker time / that worker count's time.\n"
+      "\nTimes: wall-clock per run (Google Benchmark, mean over its iterations; %s), variants run one after\n"
+      "the other in this process; every answer was checked against the native oracle. static/dynamic: tdf at\n"
+      "1 worker. st/dyn: dynamic time / static time (>1: static faster). %s: 1-worker time / that worker\n"
+      "count's time. st/tbb: tdf static time / oneTBB's (a task per call), both at 1 worker (<1: tdf faster).\n"
+      "Ratios with a [min-max]: the median of the per-round ratios and their range.\n"
       "ns/call: static 1w time / calls (loop iterations for while, ops for chain). ns/fire: static 1w time /\n"
       "RunStats.firings. frames: RunStats.peak_live_frames (static 1w). compile: Session::Create (static 1w; not\n"
       "in the times). RSS (MB): %s\n"
       "paper st/dyn: seeds/002 table 1 (TensorFlow-based, their machine); vs p.*: paper time / our time.\n"
       "Machine: %s.\n",
+      o.rounds > 1 ? absl::StrCat("the median of ", o.rounds, " rounds").c_str() : "one round (--rounds=N for more)",
       multi.empty() ? "Nw" : multi.c_str(),
       std::isnan(baseline)
           ? "not measured (--no-rss)."
@@ -234,7 +267,8 @@ bool WriteCsv(const std::vector<CaseResult>& results, const ReportOptions& o) {
     header.push_back(k + "_status");
   }
   for (const char* h : {"ns_per_call_static_1w", "ns_per_firing_static_1w", "ns_per_firing_dynamic_1w",
-                        "paper_static_s", "paper_dynamic_s", "speedup_vs_paper_static", "speedup_vs_paper_dynamic"}) {
+                        "paper_static_s", "paper_dynamic_s", "speedup_vs_paper_static", "speedup_vs_paper_dynamic",
+                        "rounds", "static_over_tbb_1w_median", "static_over_tbb_1w_min", "static_over_tbb_1w_max"}) {
     header.push_back(h);
   }
   out << absl::StrJoin(header, ",") << "\n";
@@ -266,6 +300,11 @@ bool WriteCsv(const std::vector<CaseResult>& results, const ReportOptions& o) {
     row.push_back(Csv(r.c.paper_dynamic_s));
     row.push_back(Csv(Div(r.c.paper_static_s, Time(r, "static/1w"))));
     row.push_back(Csv(Div(r.c.paper_dynamic_s, Time(r, "dynamic/1w"))));
+    row.push_back(absl::StrCat(o.rounds));
+    const std::vector<double> vs_tbb = RoundRatios(r.Find("static/1w"), r.Find("tbb/1w"));
+    row.push_back(Csv(Median(vs_tbb)));
+    row.push_back(vs_tbb.empty() ? "" : Csv(*std::min_element(vs_tbb.begin(), vs_tbb.end())));
+    row.push_back(vs_tbb.empty() ? "" : Csv(*std::max_element(vs_tbb.begin(), vs_tbb.end())));
     out << absl::StrJoin(row, ",") << "\n";
   }
   std::fprintf(stderr, "tdf_bench: wrote %s\n", o.csv_path.c_str());
