@@ -3,8 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "tdf/builder.h"
-#include "tdf/session.h"
+#include "tdf/tdf.h"
 
 int main() {
   using tdf::DType;
@@ -13,22 +12,18 @@ int main() {
 
   tdf::GraphBuilder b;
   // fib(n) = n <= 1 ? 1 : fib(n-1) + fib(n-2); the body may call itself
-  // because DefineFunction declares "fib" before building it.
+  // because DefineFunction declares "fib" before building it. A number
+  // beside an Output takes its dtype: n - 1 subtracts an int64 1.
   absl::Status defined = b.DefineFunction(
       {"fib", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
       [](tdf::GraphBuilder& f, const Outs& args) -> Outs {
         Output n = args[0];
-        return f.Cond(
-            f.LessEqual(n, f.Const<int64_t>(1)), [&] { return Outs{f.Const<int64_t>(1)}; },
-            [&] {
-              Output a = f.Call("fib", {f.Sub(n, f.Const<int64_t>(1))})[0];
-              Output c = f.Call("fib", {f.Sub(n, f.Const<int64_t>(2))})[0];
-              return Outs{f.Add(a, c)};
-            });
+        return {f.Cond(n <= 1, [&] { return f.ConstLike(n, 1); },
+                       [&] { return f.Call("fib", {n - 1})[0] + f.Call("fib", {n - 2})[0]; })};
       });
   if (!defined.ok()) return std::fprintf(stderr, "%s\n", defined.ToString().c_str()), 1;
   Output n = b.Placeholder("n", DType::kInt64);
-  b.Identity(b.Call("fib", {n})[0], "result");
+  Output result = b.Call("fib", {n})[0];
   absl::StatusOr<tdf::Graph> graph = b.Build();
   if (!graph.ok()) return std::fprintf(stderr, "%s\n", graph.status().ToString().c_str()), 1;
 
@@ -39,7 +34,7 @@ int main() {
 
   tdf::RunStats stats;
   absl::StatusOr<std::vector<tdf::Tensor>> out =
-      (*session)->Run({{"n", tdf::Tensor::Scalar<int64_t>(20)}}, {"result"}, {}, &stats);
+      (*session)->Run({{n, tdf::Tensor::Scalar<int64_t>(20)}}, {result}, {}, &stats);  // or by name
   if (!out.ok()) return std::fprintf(stderr, "%s\n", out.status().ToString().c_str()), 1;
   std::printf("fib(20) = %lld\n", static_cast<long long>((*out)[0].scalar<int64_t>()));
   std::printf("%lld firings, %lld frames, at most %lld live, %lld live after the run\n",

@@ -12,14 +12,14 @@
 //   b.DefineFunction({"fib", {{"n", tdf::DType::kInt64}}, {{"r", tdf::DType::kInt64}}},
 //       [](tdf::GraphBuilder& f, const std::vector<tdf::Output>& a) -> std::vector<tdf::Output> {
 //         tdf::Output n = a[0];
-//         return f.Cond(f.LessEqual(n, f.Const<int64_t>(1)),
-//             [&] { return std::vector<tdf::Output>{f.Const<int64_t>(1)}; },
-//             [&] { return std::vector<tdf::Output>{
-//                       f.Add(f.Call("fib", {f.Sub(n, f.Const<int64_t>(1))})[0],
-//                             f.Call("fib", {f.Sub(n, f.Const<int64_t>(2))})[0])}; });
+//         return {f.Cond(n <= 1, [&] { return f.ConstLike(n, 1); },
+//                        [&] { return f.Call("fib", {n - 1})[0] + f.Call("fib", {n - 2})[0]; })};
 //       });
 //   tdf::Output n = b.Placeholder("n", tdf::DType::kInt64);
 //   b.Identity(b.Call("fib", {n})[0], "result");
+//
+// (The operators, at the end of this file, add the same nodes as the named
+// calls: n <= 1 is f.LessEqual(n, f.Const<int64_t>(1)).)
 //   absl::StatusOr<tdf::Graph> graph = b.Build();
 //
 // Errors (wrong dtypes, unknown functions, invalid Outputs, ...) are
@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -51,10 +52,15 @@ class GraphBuilder;
 // negative `node` by which the builder remembers how many outputs the failed
 // node would have had (for GraphBuilder::Outputs).
 struct Output {
-  const GraphBuilder* builder = nullptr;
+  GraphBuilder* builder = nullptr;
   int node = -1;
   int port = 0;
   bool valid() const { return builder != nullptr && node >= 0; }
+  // The name by which Session::Run feeds, fetches and targets this output
+  // ("node" or "node:port"; "<invalid>" for an invalid Output), so that an
+  // Output can be given to Run directly: session->Run({{n, value}}, {result}).
+  // Reads the builder: only while the builder lives.
+  operator std::string() const;  // NOLINT(google-explicit-constructor): Run takes names
 };
 
 struct WhileOptions {
@@ -103,6 +109,22 @@ class GraphBuilder {
   template <typename T>
   Output Const(T value, const std::string& name = "") {
     return Const(Tensor::Scalar<T>(value), name);
+  }
+  // A scalar constant of `like`'s dtype: ConstLike(n, 1) is an int64 1 next
+  // to an int64 n and a float 1 next to a float. What the dtype cannot hold
+  // exactly (1.5 or 2^40 for an int32, an integer for a bool) is an error;
+  // so is an invalid `like`. The operators below use it for their literals.
+  template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Output ConstLike(Output like, T value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return ConstLikeBool(like, value);
+    } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t)) {
+      return ConstLikeUnsigned(like, static_cast<uint64_t>(value));
+    } else if constexpr (std::is_integral_v<T>) {
+      return ConstLikeInteger(like, static_cast<int64_t>(value));
+    } else {
+      return ConstLikeFloating(like, static_cast<double>(value));
+    }
   }
   Output Variable(const std::string& name, const Tensor& initial_value);
   Output Read(Output variable);
@@ -178,6 +200,8 @@ class GraphBuilder {
   // After an error the branch functions still run (every builder call in
   // them is then a no-op), to learn how many invalid Outputs to return.
   std::vector<Output> Cond(Output pred, const BranchFn& then_fn, const BranchFn& else_fn);
+  // The same for branches of one result each: pred ? then_fn() : else_fn().
+  Output Cond(Output pred, const std::function<Output()>& then_fn, const std::function<Output()>& else_fn);
   // while (cond(vars)) vars = body(vars); returns the final vars.
   std::vector<Output> While(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                             const std::vector<Output>& loop_vars, const WhileOptions& options = {});
@@ -226,6 +250,10 @@ class GraphBuilder {
   std::vector<Output> WhileOrError(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                    const std::vector<Output>& loop_vars, const WhileOptions& options);
   std::string UniqueName(const std::string& base);
+  Output ConstLikeBool(Output like, bool value);
+  Output ConstLikeInteger(Output like, int64_t value);
+  Output ConstLikeUnsigned(Output like, uint64_t value);
+  Output ConstLikeFloating(Output like, double value);
   // Makes `o` usable in the current context: inserts Switch (cond branch) or
   // constant Enter (loop body) nodes for every context boundary crossed.
   Output Capture(Output o);
@@ -245,6 +273,75 @@ class GraphBuilder {
   // have had.
   std::vector<int> failed_output_counts_;
 };
+
+// ---- operators: graphs that read like the math ----
+//
+// Each adds the node its named builder call would (a + b is
+// a.builder->Add(a, b)) in the builder's current context, so they work in
+// function bodies, Cond branches and loop bodies alike. A C++ number beside
+// an Output becomes a constant of that Output's dtype (ConstLike): with an
+// int64 n, n - 1 is Sub(n, int64 1). Errors are recorded like any builder
+// error; an Output without a builder (default-constructed) gives an invalid
+// Output. && and || build LogicalAnd/LogicalOr: both sides always exist as
+// nodes (no short circuit while building; at run time both are computed).
+// == and != are not overloaded (Output is a handle: comparing handles and
+// comparing values would read alike); use Equal and NotEqual.
+Output operator+(Output a, Output b);
+Output operator-(Output a, Output b);
+Output operator*(Output a, Output b);
+Output operator/(Output a, Output b);
+Output operator%(Output a, Output b);
+Output operator-(Output x);
+Output operator<(Output a, Output b);
+Output operator<=(Output a, Output b);
+Output operator>(Output a, Output b);
+Output operator>=(Output a, Output b);
+Output operator&&(Output a, Output b);
+Output operator||(Output a, Output b);
+Output operator!(Output x);
+Output Equal(Output a, Output b);
+Output NotEqual(Output a, Output b);
+
+namespace builder_internal {
+template <typename T>
+using IfNumber = std::enable_if_t<std::is_arithmetic_v<T>, int>;
+// A literal beside `like`: a constant of its dtype, in its builder.
+template <typename T>
+Output Literal(Output like, T value) {
+  return like.builder == nullptr ? Output{} : like.builder->ConstLike(like, value);
+}
+}  // namespace builder_internal
+
+#define TDF_BUILDER_LITERAL_OPERATOR(OP)                                                             \
+  template <typename T, builder_internal::IfNumber<T> = 0>                                          \
+  Output operator OP(Output a, T b) {                                                                \
+    return a OP builder_internal::Literal(a, b);                                                     \
+  }                                                                                                  \
+  template <typename T, builder_internal::IfNumber<T> = 0>                                          \
+  Output operator OP(T a, Output b) {                                                                \
+    return builder_internal::Literal(b, a) OP b;                                                     \
+  }
+TDF_BUILDER_LITERAL_OPERATOR(+)
+TDF_BUILDER_LITERAL_OPERATOR(-)
+TDF_BUILDER_LITERAL_OPERATOR(*)
+TDF_BUILDER_LITERAL_OPERATOR(/)
+TDF_BUILDER_LITERAL_OPERATOR(%)
+TDF_BUILDER_LITERAL_OPERATOR(<)
+TDF_BUILDER_LITERAL_OPERATOR(<=)
+TDF_BUILDER_LITERAL_OPERATOR(>)
+TDF_BUILDER_LITERAL_OPERATOR(>=)
+TDF_BUILDER_LITERAL_OPERATOR(&&)
+TDF_BUILDER_LITERAL_OPERATOR(||)
+#undef TDF_BUILDER_LITERAL_OPERATOR
+
+template <typename T, builder_internal::IfNumber<T> = 0>
+Output Equal(Output a, T b) {
+  return Equal(a, builder_internal::Literal(a, b));
+}
+template <typename T, builder_internal::IfNumber<T> = 0>
+Output NotEqual(Output a, T b) {
+  return NotEqual(a, builder_internal::Literal(a, b));
+}
 
 }  // namespace tdf
 

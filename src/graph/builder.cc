@@ -115,10 +115,13 @@ std::string GraphBuilder::Name(Output o) const {
 }
 
 std::vector<Output> GraphBuilder::Outputs(Output node) const {
+  // Outputs name their builder for the operators to add nodes through;
+  // reading a node's outputs does not change the builder.
+  GraphBuilder* self = const_cast<GraphBuilder*>(this);
   if (HasNode(node)) {
     std::vector<Output> outs;
     for (int p = 0; p < static_cast<int>(nodes_[node.node].output_types.size()); ++p)
-      outs.push_back(Output{this, node.node, p});
+      outs.push_back(Output{self, node.node, p});
     return outs;
   }
   // A failed call's node: as many invalid Outputs as it would have had.
@@ -127,7 +130,7 @@ std::vector<Output> GraphBuilder::Outputs(Output node) const {
   if (node.builder != this || failed < 0 || failed >= static_cast<int>(failed_output_counts_.size()))
     return {Output{}};
   std::vector<Output> outs;
-  for (int p = 0; p < failed_output_counts_[failed]; ++p) outs.push_back(Output{this, node.node, p});
+  for (int p = 0; p < failed_output_counts_[failed]; ++p) outs.push_back(Output{self, node.node, p});
   return outs;
 }
 

@@ -675,7 +675,7 @@ TEST(GraphBuilderAfterError, FailedMultiOutputOpsCountTheirOutputs) {
 TEST(GraphBuilderAfterError, ForgedAndForeignOutputsAreErrors) {
   GraphBuilder other;
   const Output foreign = other.Placeholder("y", kInt);
-  auto forged = [](const GraphBuilder& b) {
+  auto forged = [](GraphBuilder& b) {
     return std::vector<std::pair<Output, std::string>>{
         {Output{}, "the Output is invalid"},
         {Output{&b, 1000, 0}, "the Output is invalid"},
