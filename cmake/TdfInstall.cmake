@@ -8,6 +8,15 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# A shared libtdf carries its ABI version in its name (libtdf.so.0.1: every
+# 0.x minor may break it), and the installed CLI finds it without
+# LD_LIBRARY_PATH through an RPATH relative to its own location.
+set_target_properties(tdf PROPERTIES VERSION ${PROJECT_VERSION}
+                                     SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+if(TARGET tdf_cli)
+  set_target_properties(tdf_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
+
 install(TARGETS tdf EXPORT tdfTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -83,7 +92,9 @@ endif()
 if(BUILD_SHARED_LIBS)
   set(TDF_PC_REQUIRES "${TDF_PC_PUBLIC_REQUIRES}")
   set(TDF_PC_REQUIRES_PRIVATE "${TDF_PC_PRIVATE_REQUIRES}")
-  set(TDF_PC_LIBS "-L\${libdir} -ltdf")
+  # The rpath: a program linked with `pkg-config --libs tdf` runs without
+  # LD_LIBRARY_PATH, wherever the prefix is.
+  set(TDF_PC_LIBS "-L\${libdir} -Wl,-rpath,\${libdir} -ltdf")
   set(TDF_PC_LIBS_PRIVATE "${TDF_PC_PRIVATE_LIBS}")
 else()
   # A static library needs its private dependencies at every link, so plain

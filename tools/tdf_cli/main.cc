@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
+#include "oneapi/tbb/global_control.h"
 #include "tdf/dot.h"
 #include "tdf/graph.h"
 #include "tdf/partition.h"
@@ -59,11 +61,14 @@ constexpr char kUsage[] =
     "  run FILE --feed NAME=VALUE... --fetch NAME... [--target NAME...]\n"
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
     "      [--runs N] [--restore CKPT] [--save CKPT] [--gpu]\n"
+    "      [--deadline DURATION] [--max-depth N] [--max-frames N]\n"
     "                                      run what the fetches and targets need and\n"
     "                                      print the fetched tensors (of the last of N\n"
     "                                      runs); variables from / to a checkpoint;\n"
     "                                      --gpu: tensor ops and float variables on\n"
-    "                                      cuda:0 (the CPU, with a note, without one)\n"
+    "                                      cuda:0 (the CPU, with a note, without one);\n"
+    "                                      limits: each run's deadline (50ms, 2s, 1m),\n"
+    "                                      the nesting of calls and loops, live frames\n"
     "  reference NAME -o OUT               save a built-in reference program\n"
     "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
     "                                       while_loop call_in_while while_in_function)\n"
@@ -361,6 +366,27 @@ int Run(const Args& args) {
   const std::string workers = args.Get("--workers", "1");
   if (!absl::SimpleAtoi(workers, &options.num_workers) || options.num_workers < 1)
     return Usage("run", absl::StrCat("--workers ", workers, ": not a positive integer"));
+  // More workers than hardware threads run as asked (oversubscribed), with
+  // tdf's note rather than oneTBB's warning that it ignores the request.
+  std::unique_ptr<tbb::global_control> parallelism;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (options.num_workers > static_cast<int>(cores) && options.num_workers <= tdf::SessionOptions::kMaxWorkers) {
+    std::cerr << "tdf: note: " << options.num_workers << " workers on " << cores
+              << " hardware threads: they take turns\n";
+    parallelism = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                        static_cast<size_t>(options.num_workers));
+  }
+  if (const std::string deadline = args.Get("--deadline"); !deadline.empty()) {
+    if (!absl::ParseDuration(deadline, &options.deadline) || options.deadline <= absl::ZeroDuration())
+      return Usage("run", absl::StrCat("--deadline ", deadline, ": not a positive duration (e.g. 50ms, 2s, 1m)"));
+  }
+  for (const auto& [flag, limit] : {std::pair<const char*, int64_t*>{"--max-depth", &options.max_tag_depth},
+                                    std::pair<const char*, int64_t*>{"--max-frames", &options.max_live_frames}}) {
+    if (const std::string value = args.Get(flag); !value.empty()) {
+      if (!absl::SimpleAtoi(value, limit) || *limit < 1)
+        return Usage("run", absl::StrCat(flag, " ", value, ": not a positive integer"));
+    }
+  }
   const std::string mode = args.Get("--mode", "static");
   if (mode == "static") {
     options.mode = tdf::ExecutionMode::kStatic;
@@ -466,7 +492,8 @@ int main(int argc, char** argv) {
       {"dot", {{"-o", "--ranks"}, {"--static"}, Dot}},
       {"partition", {{"-o", "--ranks"}, {}, Partition}},
       {"run",
-       {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save"},
+       {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save",
+         "--deadline", "--max-depth", "--max-frames"},
         {"--stats", "--gpu"},
         Run}},
       {"reference", {{"-o"}, {}, Reference}},
