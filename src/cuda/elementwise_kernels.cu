@@ -2,7 +2,7 @@
 // broadcasting, unary math, Cast, AddN, and the graph ops that live on a
 // device (Const, Identity, ZerosLike, OnesLike).
 //
-// Semantics match the CPU kernels (src/runtime/kernels/elementwise.cc):
+// Semantics match the CPU kernels (src/runtime/kernels/elementwise.h):
 // integer Add/Sub/Mul/Neg/Abs/Square wrap, integer Div truncates and Mod is
 // C++ `%`, INT_MIN / -1 wraps, Maximum/Minimum propagate NaN, Cast from float
 // to int saturates and maps NaN to 0. An integer division by zero cannot fail

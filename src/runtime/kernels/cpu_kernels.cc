@@ -8,7 +8,10 @@ namespace tdf {
 // session's variable storage, which the runtime owns. Placeholder has no
 // kernel (the executor feeds it).
 void RegisterCpuKernels(KernelRegistry& registry) {
-  RegisterElementwiseKernels(registry);
+  RegisterElementwiseBinaryKernels(registry);
+  RegisterElementwiseUnaryKernels(registry);
+  RegisterElementwiseNaryKernels(registry);
+  RegisterGraphOpKernels(registry);
   RegisterReductionKernels(registry);
   RegisterMatMulKernels(registry);
   RegisterArrayKernels(registry);

@@ -43,6 +43,12 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateSimple(const NodeDef&) {
   return std::unique_ptr<OpKernel>(std::make_unique<Kernel>());
 }
 
+// Registers a kernel class without attributes (made by CreateSimple).
+template <typename Kernel>
+void RegisterSimpleCpu(KernelRegistry& registry, const std::string& op) {
+  registry.Register(op, Device::Type::kCpu, [](const NodeDef& node) { return CreateSimple<Kernel>(node); });
+}
+
 // Intra-op parallelism: splits [0, n) into contiguous blocks and runs
 // `block(begin, end)` on them, on the idle workers of the run's arena (a
 // session's num_workers) when there are any and the work is large enough
@@ -299,7 +305,10 @@ inline T WrapMul(T a, T b) {
 }  // namespace kernels
 
 // Per-file registration hooks, called from RegisterCpuKernels.
-void RegisterElementwiseKernels(KernelRegistry& registry);
+void RegisterElementwiseBinaryKernels(KernelRegistry& registry);
+void RegisterElementwiseUnaryKernels(KernelRegistry& registry);
+void RegisterElementwiseNaryKernels(KernelRegistry& registry);
+void RegisterGraphOpKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterArrayKernels(KernelRegistry& registry);

@@ -1,35 +1,26 @@
-#include "tdf/serialize.h"
+// IR <-> proto/graph.proto messages (proto_conversion.h): graphs with
+// their function libraries, attributes of every kind, tensors of every
+// dtype, named tensors.
+#include "graph/proto_conversion.h"
 
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <fstream>
-#include <limits>
 #include <set>
-#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/stubs/logging.h"
-#include "google/protobuf/text_format.h"
-#include "proto/graph.pb.h"  // generated from proto/graph.proto into the build dir
 #include "tdf/status.h"
 
 namespace tdf {
-namespace {
+namespace serialization {
 
 namespace pb = ::tdf::proto;
+
+namespace {
 
 absl::Status Malformed(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed graph: ", where, ": ", what));
@@ -264,6 +255,8 @@ absl::Status ArgsToProto(const std::vector<ArgDef>& args, absl::string_view fn,
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // Converts as much as it can; the first error is returned, and `out` holds
 // everything before it (GraphToText shows that partial form).
 absl::Status GraphToProto(const Graph& graph, pb::GraphDef* out) {
@@ -293,6 +286,8 @@ absl::Status GraphToProto(const Graph& graph, pb::GraphDef* out) {
 
 // ---------------------------------------------------------------------------
 // proto -> IR. Every size is checked before anything is allocated from it.
+
+namespace {
 
 absl::StatusOr<Shape> ShapeFromProto(const pb::TensorShapeProto& p, int64_t min_dim, absl::string_view where) {
   if (p.dim_size() > kMaxRank)
@@ -483,6 +478,8 @@ absl::StatusOr<std::vector<ArgDef>> ArgsFromProto(const google::protobuf::Repeat
   return out;
 }
 
+}  // namespace
+
 absl::StatusOr<Graph> GraphFromProto(const pb::GraphDef& p) {
   if (p.has_versions() && p.versions().min_consumer() > kGraphFormatVersion)
     return absl::InvalidArgumentError(absl::StrCat("graph needs format version ", p.versions().min_consumer(),
@@ -522,181 +519,6 @@ absl::Status CheckInputSize(size_t size) {
   return absl::OkStatus();
 }
 
-// Collects text-format parse errors into the Status instead of the log.
-class TextErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (errors_.size() < 5) errors_.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
-  }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  std::string Summary() const { return errors_.empty() ? "parse error" : absl::StrJoin(errors_, "; "); }
-
- private:
-  std::vector<std::string> errors_;
-};
-
-bool IsTextPath(const std::string& path) {
-  return absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".txt") || absl::EndsWith(path, ".pbtext");
-}
-
-bool LooksLikeText(absl::string_view data) {
-  for (char c : data) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> SerializeGraph(const Graph& graph) {
-  pb::GraphDef p;
-  TDF_RETURN_IF_ERROR(GraphToProto(graph, &p));
-  if (p.ByteSizeLong() > static_cast<size_t>(kMaxSerializedGraphBytes))
-    return absl::InvalidArgumentError(absl::StrCat("graph serializes to ", p.ByteSizeLong(),
-                                                   " bytes, more than loaders accept (", kMaxSerializedGraphBytes, ")"));
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);  // attr maps in key order: same graph, same bytes
-    if (!p.SerializeToCodedStream(&coded)) return absl::InternalError("protobuf serialization failed");
-  }
-  return out;
-}
-
-absl::StatusOr<Graph> ParseGraph(absl::string_view bytes) {
-  TDF_RETURN_IF_ERROR(CheckInputSize(bytes.size()));
-  pb::GraphDef p;
-  bool parsed = false;
-  {
-    // Protobuf logs a string field's invalid UTF-8 to stderr as it fails the
-    // parse; the Status says it instead, and a library's caller could neither
-    // catch nor silence the log line. (Thread-safe, unlike SetLogHandler.)
-    google::protobuf::LogSilencer quiet;
-    parsed = p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  }
-  if (!parsed)
-    return absl::InvalidArgumentError(
-        "malformed graph: not a valid binary GraphDef (or a name, op or string in it is not valid UTF-8)");
-  return GraphFromProto(p);
-}
-
-std::string GraphToText(const Graph& graph) {
-  pb::GraphDef p;
-  absl::Status s = GraphToProto(graph, &p);
-  std::string text;
-  google::protobuf::TextFormat::Printer printer;
-  printer.PrintToString(p, &text);
-  if (!s.ok()) text = absl::StrCat("# error: ", s.message(), "\n", text);
-  return text;
-}
-
-absl::StatusOr<Graph> GraphFromText(absl::string_view text) {
-  TDF_RETURN_IF_ERROR(CheckInputSize(text.size()));
-  pb::GraphDef p;
-  TextErrorCollector errors;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  google::protobuf::io::ArrayInputStream stream(text.data(), static_cast<int>(text.size()));
-  if (!parser.Parse(&stream, &p))
-    return absl::InvalidArgumentError(absl::StrCat("malformed graph text: ", errors.Summary()));
-  return GraphFromProto(p);
-}
-
-namespace {
-
-// A file that would not open: the code errno gives (a missing directory is
-// NOT_FOUND, a read-only one PERMISSION_DENIED), `fallback` without one.
-absl::Status OpenError(int error_number, absl::StatusCode fallback, const std::string& message) {
-  if (error_number == 0) return absl::Status(fallback, message);
-  return absl::ErrnoToStatus(error_number, message);
-}
-
-// The whole file, refused past `limit` bytes before reading it.
-absl::StatusOr<std::string> ReadFileUpTo(const std::string& path, int64_t limit) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return OpenError(errno, absl::StatusCode::kNotFound, absl::StrCat("cannot open '", path, "'"));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) return absl::UnavailableError(absl::StrCat("cannot read '", path, "'"));
-  if (size > limit)
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' has ", size, " bytes, more than the limit of ", limit));
-  in.seekg(0, std::ios::beg);
-  std::string data(static_cast<size_t>(size), '\0');
-  if (size > 0 && !in.read(data.data(), size)) return absl::UnavailableError(absl::StrCat("cannot read '", path, "'"));
-  return data;
-}
-
-// Writes a temporary file beside `path` and renames it over `path` (atomic
-// on POSIX file systems): a crash or a full disk mid-write leaves the old
-// file, never a truncated one, which matters most for checkpoints.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view data) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
-  errno = 0;
-  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-  if (!out) return OpenError(errno, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out) {
-    std::remove(temp.c_str());
-    return absl::DataLossError(absl::StrCat("writing '", path, "' failed"));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error_number = errno;
-    std::remove(temp.c_str());
-    return OpenError(error_number, absl::StatusCode::kPermissionDenied, absl::StrCat("cannot write '", path, "'"));
-  }
-  return absl::OkStatus();
-}
-
-// Reads `path` in the form its extension names (".pbtxt"/".txt"/".pbtext"
-// text, ".pb"/".bin" binary); any other extension tries the likelier form
-// first, then the other. Errors name the path.
-template <typename T>
-absl::StatusOr<T> LoadByForm(const std::string& path, int64_t limit,
-                             absl::StatusOr<T> (*from_text)(absl::string_view),
-                             absl::StatusOr<T> (*from_binary)(absl::string_view)) {
-  TDF_ASSIGN_OR_RETURN(std::string data, ReadFileUpTo(path, limit));
-  absl::StatusOr<T> loaded;
-  if (IsTextPath(path)) {
-    loaded = from_text(data);
-  } else if (absl::EndsWith(path, ".pb") || absl::EndsWith(path, ".bin")) {
-    loaded = from_binary(data);
-  } else {
-    const bool text_first = LooksLikeText(data);
-    loaded = text_first ? from_text(data) : from_binary(data);
-    if (!loaded.ok()) {
-      absl::StatusOr<T> other = text_first ? from_binary(data) : from_text(data);
-      if (other.ok()) return other;
-    }
-  }
-  if (!loaded.ok()) return absl::Status(loaded.status().code(), absl::StrCat(path, ": ", loaded.status().message()));
-  return loaded;
-}
-
-}  // namespace
-
-absl::StatusOr<Graph> LoadGraph(const std::string& path) {
-  return LoadByForm<Graph>(path, kMaxSerializedGraphBytes, GraphFromText, ParseGraph);
-}
-
-absl::Status SaveGraph(const Graph& graph, const std::string& path) {
-  std::string data;
-  if (IsTextPath(path)) {
-    // Convert first so an unserializable graph is an error, not a file with
-    // an "# error" comment.
-    pb::GraphDef p;
-    TDF_RETURN_IF_ERROR(GraphToProto(graph, &p));
-    data = GraphToText(graph);
-  } else {
-    TDF_ASSIGN_OR_RETURN(data, SerializeGraph(graph));
-  }
-  return WriteFileAtomically(path, data);
-}
-
 // ---- Named tensors ----
 
 namespace {
@@ -704,6 +526,8 @@ namespace {
 absl::Status MalformedTensors(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed tensors: ", where, ": ", what));
 }
+
+}  // namespace
 
 absl::Status NamedTensorsToProto(const NamedTensors& tensors, pb::NamedTensorsProto* out) {
   std::set<absl::string_view> names;
@@ -753,66 +577,5 @@ absl::StatusOr<NamedTensors> NamedTensorsFromProto(const pb::NamedTensorsProto& 
   return out;
 }
 
-absl::StatusOr<NamedTensors> TensorsFromText(absl::string_view text) {
-  if (text.size() > static_cast<size_t>(kMaxSerializedTensorsBytes))
-    return absl::InvalidArgumentError(absl::StrCat("tensor text of ", text.size(), " bytes exceeds the limit of ",
-                                                   kMaxSerializedTensorsBytes));
-  pb::NamedTensorsProto p;
-  TextErrorCollector errors;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  google::protobuf::io::ArrayInputStream stream(text.data(), static_cast<int>(text.size()));
-  if (!parser.Parse(&stream, &p))
-    return absl::InvalidArgumentError(absl::StrCat("malformed tensors text: ", errors.Summary()));
-  return NamedTensorsFromProto(p);
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> SerializeTensors(const NamedTensors& tensors) {
-  pb::NamedTensorsProto p;
-  TDF_RETURN_IF_ERROR(NamedTensorsToProto(tensors, &p));
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!p.SerializeToCodedStream(&coded)) return absl::InternalError("protobuf serialization failed");
-  }
-  return out;
-}
-
-absl::StatusOr<NamedTensors> ParseTensors(absl::string_view bytes) {
-  if (bytes.size() > static_cast<size_t>(kMaxSerializedTensorsBytes))
-    return absl::InvalidArgumentError(absl::StrCat("serialized tensors of ", bytes.size(),
-                                                   " bytes exceed the limit of ", kMaxSerializedTensorsBytes));
-  pb::NamedTensorsProto p;
-  bool parsed = false;
-  {
-    google::protobuf::LogSilencer quiet;  // see ParseGraph
-    parsed = p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  }
-  if (!parsed)
-    return absl::InvalidArgumentError(
-        "malformed tensors: not a valid binary NamedTensorsProto (or a name in it is not valid UTF-8)");
-  return NamedTensorsFromProto(p);
-}
-
-absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path) {
-  std::string data;
-  if (IsTextPath(path)) {
-    pb::NamedTensorsProto p;
-    TDF_RETURN_IF_ERROR(NamedTensorsToProto(tensors, &p));
-    google::protobuf::TextFormat::Printer printer;
-    printer.PrintToString(p, &data);
-  } else {
-    TDF_ASSIGN_OR_RETURN(data, SerializeTensors(tensors));
-  }
-  return WriteFileAtomically(path, data);
-}
-
-absl::StatusOr<NamedTensors> LoadTensors(const std::string& path) {
-  return LoadByForm<NamedTensors>(path, kMaxSerializedTensorsBytes, TensorsFromText, ParseTensors);
-}
-
+}  // namespace serialization
 }  // namespace tdf
