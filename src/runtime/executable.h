@@ -118,6 +118,11 @@ enum class NodeKind : uint8_t {
   kArg,      // dynamic mode: a function argument (fires at instantiation)
   kRetval,   // dynamic mode: delivers a result to the Invoke's consumers
   kNoOutput, // NoOp
+  // Distributed runs (docs/distributed.md): the two ends of a cut edge.
+  // A Send hands its token to the run's RemoteChannel; a Recv never fires
+  // locally: its token arrives (Worker::DeliverArrival).
+  kSend,
+  kRecv,
 };
 
 // Node shapes with a lean firing path (Worker::FireLean).
@@ -388,6 +393,19 @@ struct ExecutableGraph {
   absl::flat_hash_map<std::string, std::vector<int32_t>> invoke_results;
   // The Return nodes of main-graph Invoke `name` (null if none).
   const std::vector<int32_t>* FindInvokeResults(absl::string_view name) const;
+  // Distributed runs: the Send and Recv nodes of a partition (NodeInfo::
+  // io_index indexes remote_ends), the Recvs by their pair's key, and how
+  // many Recvs the main block has: the root frame's expected arrivals.
+  struct RemoteEnd {
+    int32_t node = -1;
+    int64_t key = 0;
+    int32_t peer_rank = -1;  // a Send's recv_rank, a Recv's send_rank
+    bool control = false;
+    DType dtype = DType::kInvalid;
+  };
+  std::vector<RemoteEnd> remote_ends;
+  absl::flat_hash_map<int64_t, int32_t> recv_by_key;  // key -> index in remote_ends
+  int32_t main_recvs = 0;
   // Names of graph.node: feeds and fetches are resolved on every run, and a
   // scan is linear in the graph (chain(10^5): 9% of a run).
   NodeIndex main_index;
