@@ -1,0 +1,237 @@
+// tdf::DistributedSession under mpirun (tests/CMakeLists.txt runs these on 2
+// and 3 ranks): programs cut across ranks give the one-process Session's
+// answers, every rank ends with zero live frames, and a failure on one rank
+// fails the run on every rank, naming the rank, node, op and tag.
+#include "tdf/distributed.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "tdf/builder.h"
+#include "tdf/partition.h"
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+
+// The sizes are read before a session exists: initialize MPI as tdf
+// would (this test's main leaves it to tdf), finalized at exit.
+void EnsureMpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  std::atexit([] {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  });
+}
+
+int WorldRank() {
+  EnsureMpi();
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int WorldSize() {
+  EnsureMpi();
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// The one-process answer of `graph` for one int64 feed.
+int64_t OneProcess(const Graph& graph, const std::string& feed, int64_t value) {
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(graph);
+  EXPECT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({{feed, Tensor::Scalar<int64_t>(value)}}, {"result"});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? (*out)[0].scalar<int64_t>() : -1;
+}
+
+std::unique_ptr<DistributedSession> CreateOrDie(const Graph& graph, DistributedOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(graph, options);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+// Runs `graph` across ranks with one int64 feed and checks "result" against
+// the one-process run on the rank that holds it, and zero live frames
+// everywhere; adds the tokens this rank sent to `sent`.
+void CheckAcrossRanks(const Graph& graph, const std::string& feed, const std::vector<int64_t>& values,
+                      int64_t* sent = nullptr) {
+  std::unique_ptr<DistributedSession> s = CreateOrDie(graph);
+  ASSERT_NE(s, nullptr);
+  for (int64_t v : values) {
+    SCOPED_TRACE(absl::StrCat(feed, " = ", v, ", rank ", s->rank()));
+    RunStats stats;
+    DistributedRunStats remote;
+    absl::StatusOr<std::vector<Tensor>> out =
+        s->Run({{feed, Tensor::Scalar<int64_t>(v)}}, {"result"}, &stats, &remote);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 1u);
+    if (s->RankOf("result") == s->rank()) {
+      ASSERT_TRUE((*out)[0].valid());
+      EXPECT_EQ((*out)[0].scalar<int64_t>(), OneProcess(graph, feed, v));
+    } else {
+      EXPECT_FALSE((*out)[0].valid());
+    }
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    EXPECT_EQ(remote.rank, s->rank());
+    if (sent != nullptr) *sent += remote.tokens_sent;
+  }
+  absl::Status closed = s->Close();
+  EXPECT_TRUE(closed.ok()) << closed;
+}
+
+// x (rank 0) -> a = x * 3 (rank 1) -> b = a + x (last rank) -> result = b - 1
+// (rank 0), with a control edge from rank 1 to the last rank, and a float
+// vector crossing as well (a tensor, not a scalar).
+Graph MainChain() {
+  const std::string last = absl::StrCat("rank:", WorldSize() - 1);
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kInt64);
+  Output a = b.Mul(x, b.Const<int64_t>(3));
+  b.SetDevice(a, "rank:1");
+  Output sum = b.Add(a, x);
+  b.SetDevice(sum, last);
+  Output v = b.Const(Tensor::Vector<float>({1.5f, 2.5f, -1.0f}));
+  b.SetDevice(v, "rank:1");
+  Output s = b.Sum(b.Tanh(v));
+  b.SetDevice(s, last);
+  Output go = b.Op("NoOp", {});
+  b.SetDevice(go, "rank:1");
+  b.AddControlInput(sum, go);
+  Output i = b.Cast(b.Greater(s, b.Const<float>(0.0f)), DType::kInt64);
+  b.SetDevice(i, last);
+  Output r = b.Sub(b.Add(sum, i), b.Const<int64_t>(1));
+  b.Identity(r, "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *g : Graph{};
+}
+
+// Every node of `fn`'s body, and every Invoke of it, on `device`.
+void PlaceFunction(Graph& g, const std::string& fn, const std::string& device) {
+  for (NodeDef& n : g.node)
+    if (n.op == "Invoke" && n.GetString("function").value_or("") == fn) n.device = device;
+  FunctionDef* f = g.library.FindMutable(fn);
+  ASSERT_NE(f, nullptr);
+  for (NodeDef& n : f->node) n.device = device;
+}
+
+TEST(DistributedSession, MainGraphCutAcrossRanks) {
+  int64_t sent = 0;
+  CheckAcrossRanks(MainChain(), "x", {0, 5, -7}, &sent);
+  EXPECT_GT(sent, 0);
+}
+
+TEST(DistributedSession, RecursionPlacedWhollyOnAnotherRank) {
+  // The feed stays on rank 0: the argument crosses, then the result.
+  Graph g = reference::Fib();
+  PlaceFunction(g, "fib", absl::StrCat("rank:", WorldSize() - 1));
+  for (NodeDef& n : g.node)
+    if (n.name == "n") n.device = "rank:0";
+  CheckAcrossRanks(g, "n", {0, 1, 10, 15});
+}
+
+TEST(DistributedSession, LoopPlacedWhollyOnAnotherRank) {
+  Graph g = reference::WhileLoop();
+  for (NodeDef& n : g.node)
+    n.device = n.name == "n" || n.name == "result" ? "rank:0" : "rank:1";
+  CheckAcrossRanks(g, "n", {0, 3, 100});
+}
+
+TEST(DistributedSession, LoopBodyCutAcrossRanksIsRefusedOnEveryRank) {
+  Graph g = reference::WhileLoop();
+  for (NodeDef& n : g.node)
+    if (n.op == "Add") n.device = "rank:1";
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("main graph only"));
+}
+
+// x (rank 0) -> bad = Reshape(x, [2, 2]) (rank 1): x has 3 elements.
+Graph FailsOnRankOne() {
+  GraphBuilder b;
+  Output x = b.Placeholder("x", DType::kFloat32);
+  Output bad = b.Op("Reshape", {x}, {{"shape", std::vector<int64_t>{2, 2}}}, "bad");
+  b.SetDevice(bad, "rank:1");
+  b.Identity(b.Sum(bad), "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *g : Graph{};
+}
+
+TEST(DistributedSession, AKernelErrorOnOneRankFailsEveryRank) {
+  std::unique_ptr<DistributedSession> s = CreateOrDie(FailsOnRankOne());
+  ASSERT_NE(s, nullptr);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RunStats stats;
+    absl::StatusOr<std::vector<Tensor>> out =
+        s->Run({{"x", Tensor::Vector<float>({1, 2, 3})}}, {"result"}, &stats);
+    ASSERT_FALSE(out.ok());
+    EXPECT_THAT(out.status().message(), HasSubstr("rank 1: node 'bad' (Reshape) at tag []")) << out.status();
+  }
+  // The session survives: a good feed runs.
+  absl::StatusOr<std::vector<Tensor>> good =
+      s->Run({{"x", Tensor::Vector<float>({1, 2, 3, 4})}}, {"result"});
+  ASSERT_TRUE(good.ok()) << good.status();
+  if (s->rank() == 0) EXPECT_EQ((*good)[0].scalar<float>(), 10.0f);
+  EXPECT_TRUE(s->Close().ok());
+}
+
+TEST(DistributedSession, ASlowRankMeetsTheOthersDeadlineAndNothingHangs) {
+  DistributedOptions options;
+  options.session.deadline = absl::Milliseconds(300);
+  options.peer_timeout = absl::Seconds(30);
+  std::unique_ptr<DistributedSession> s = CreateOrDie(MainChain(), options);
+  ASSERT_NE(s, nullptr);
+  // Rank 1 comes late: rank 0 waits for its token past its deadline.
+  if (s->rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"x", Tensor::Scalar<int64_t>(2)}}, {"result"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+  // Whichever rank waiting for rank 1 fails first tells the others (on 3
+  // ranks, rank 2 waits for it too).
+  EXPECT_THAT(std::string(out.status().message()),
+              ContainsRegex("^rank [02]: run exceeded its deadline; still waiting for '.*' from rank 1"));
+  // Then everyone is on time again.
+  absl::StatusOr<std::vector<Tensor>> again = s->Run({{"x", Tensor::Scalar<int64_t>(2)}}, {"result"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  if (s->rank() == 0) EXPECT_EQ((*again)[0].scalar<int64_t>(), OneProcess(MainChain(), "x", 2));
+  EXPECT_TRUE(s->Close().ok());
+}
+
+TEST(DistributedSession, APartitionNeedsADistributedSession) {
+  // A rank's partition alone, in a one-process Session: refused, not hung.
+  Graph g = MainChain();
+  PartitionOptions po;
+  po.num_ranks = WorldSize();
+  absl::StatusOr<PartitionedGraph> parts = PartitionGraph(g, po);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(parts->partitions[0]);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({{"x", Tensor::Scalar<int64_t>(1)}}, {"result"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(out.status().message(), HasSubstr("DistributedSession"));
+}
+
+}  // namespace
+}  // namespace tdf
