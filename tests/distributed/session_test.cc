@@ -73,8 +73,10 @@ std::unique_ptr<DistributedSession> CreateOrDie(const Graph& graph, DistributedO
 // the one-process run on the rank that holds it, and zero live frames
 // everywhere; adds the tokens this rank sent to `sent`.
 void CheckAcrossRanks(const Graph& graph, const std::string& feed, const std::vector<int64_t>& values,
-                      int64_t* sent = nullptr) {
-  std::unique_ptr<DistributedSession> s = CreateOrDie(graph);
+                      int64_t* sent = nullptr, int num_workers = 1) {
+  DistributedOptions options;
+  options.session.num_workers = num_workers;
+  std::unique_ptr<DistributedSession> s = CreateOrDie(graph, options);
   ASSERT_NE(s, nullptr);
   for (int64_t v : values) {
     SCOPED_TRACE(absl::StrCat(feed, " = ", v, ", rank ", s->rank()));
@@ -156,14 +158,43 @@ TEST(DistributedSession, LoopPlacedWhollyOnAnotherRank) {
   CheckAcrossRanks(g, "n", {0, 3, 100});
 }
 
-TEST(DistributedSession, LoopBodyCutAcrossRanksIsRefusedOnEveryRank) {
+TEST(DistributedSession, LoopBodyCutAcrossRanks) {
+  // The body's Add on rank 1, the predicate's Less on the last rank: every
+  // iteration's tokens cross, and ranks without the loop's Enters or
+  // NextIteration create its iterations as tokens and predicates come.
   Graph g = reference::WhileLoop();
-  for (NodeDef& n : g.node)
+  for (NodeDef& n : g.node) {
     if (n.op == "Add") n.device = "rank:1";
+    if (n.op == "Less") n.device = absl::StrCat("rank:", WorldSize() - 1);
+  }
+  CheckAcrossRanks(g, "n", {0, 1, 7, 200});
+  // Workers that steal iterations while arrivals create them.
+  CheckAcrossRanks(g, "n", {0, 50, 300}, nullptr, /*num_workers=*/2);
+}
+
+TEST(DistributedSession, CallInALoopBodyCutAcrossRanks) {
+  // s += fib(i % 10) with the calls on rank 1 and the loop's counter on
+  // rank 0: a call site inside a cut loop, its whole callee on one rank.
+  Graph g = reference::CallInWhile();
+  for (NodeDef& n : g.node)
+    if (n.op == "Invoke") n.device = "rank:1";
+  PlaceFunction(g, "fib", "rank:1");
+  CheckAcrossRanks(g, "n", {0, 4, 25});
+  CheckAcrossRanks(g, "n", {40}, nullptr, /*num_workers=*/2);
+}
+
+TEST(DistributedSession, AFunctionBodyCutAcrossRanksIsRefusedOnEveryRank) {
+  // fib's predicate on rank 1, its calls on rank 0: tags through
+  // invocations are the next step.
+  Graph g = reference::Fib();
+  FunctionDef* f = g.library.FindMutable("fib");
+  ASSERT_NE(f, nullptr);
+  for (NodeDef& n : f->node)
+    if (n.op == "LessEqual") n.device = "rank:1";
   absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented) << s.status();
-  EXPECT_THAT(s.status().message(), HasSubstr("main graph only"));
+  EXPECT_THAT(s.status().message(), HasSubstr("function bodies"));
 }
 
 // x (rank 0) -> bad = Reshape(x, [2, 2]) (rank 1): x has 3 elements.

@@ -19,36 +19,6 @@
 namespace tdf {
 namespace runtime {
 
-// A Send or Recv of a partition (tdf/partition.h). Only the main block's
-// may be cut for now: a token below the root needs frames created on
-// arrival (docs/distributed.md, "What exists, what comes next").
-absl::Status Compiler::AddRemoteEnd(NodeBuild& n, const ExecBlock& blk) {
-  const NodeDef& def = *Info(n).def;
-  if (blk.kind != ExecBlock::Kind::kMain)
-    return NodeError(def, absl::StatusCode::kUnimplemented,
-                     absl::StrCat("a cut edge inside ", blk.kind == ExecBlock::Kind::kLoop ? "loop" : "function",
-                                  " '", blk.name, "': distributed runs support cut edges of the main graph only "
-                                  "(a loop or function placed wholly on one rank works)"));
-  ExecutableGraph::RemoteEnd end;
-  end.node = n.id;
-  TDF_ASSIGN_OR_RETURN(end.key, def.GetInt("key"));
-  TDF_ASSIGN_OR_RETURN(int64_t peer, def.GetInt(n.kind == NodeKind::kSend ? "recv_rank" : "send_rank"));
-  end.peer_rank = static_cast<int32_t>(peer);
-  end.control = def.GetBoolOr("control", false);
-  if (!end.control) {
-    TDF_ASSIGN_OR_RETURN(end.dtype, def.GetType("T"));
-  }
-  Info(n).io_index = static_cast<int32_t>(exe_->remote_ends.size());
-  if (n.kind == NodeKind::kRecv) {
-    if (!exe_->recv_by_key.emplace(end.key, Info(n).io_index).second)
-      return NodeError(def, absl::StatusCode::kInvalidArgument,
-                       absl::StrCat("key ", end.key, " names two Recv nodes"));
-    ++exe_->main_recvs;
-  }
-  exe_->remote_ends.push_back(end);
-  return absl::OkStatus();
-}
-
 absl::Status Compiler::FinishUnit(const Unit& unit) {
   std::vector<NodeBuild>& nodes = nodes_;
   for (int32_t id : unit.ids) {

@@ -154,13 +154,24 @@ absl::Status Compiler::Link() {
   }
   // An Enter leads into the loop frame of the nodes that read it: without
   // any, it has no loop to enter.
-  for (const NodeBuild& n : nodes_) {
-    if (n.kind == NodeKind::kEnter && Info(n).target_block < 0)
-      return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
-                       "no node of its loop frame reads this Enter: it enters no loop");
+  // In a partition of a distributed graph (it has Sends or Recvs), an
+  // Enter whose readers are all on other ranks stays on its rank unread
+  // (they read its replica there): it fires and passes nothing on.
+  const bool partition = std::any_of(nodes_.begin(), nodes_.end(), [](const NodeBuild& n) {
+    return n.kind == NodeKind::kSend || n.kind == NodeKind::kRecv;
+  });
+  for (NodeBuild& n : nodes_) {
+    if (n.kind != NodeKind::kEnter || Info(n).target_block >= 0) continue;
+    if (partition && n.edges.empty()) {
+      n.kind = NodeKind::kNoOutput;
+      continue;
+    }
+    return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
+                     "no node of its loop frame reads this Enter: it enters no loop");
   }
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
+  TDF_RETURN_IF_ERROR(LinkRemoteLoops());
   for (NodeBuild& n : nodes_) {
     for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
     for (OutEdge& e : n.edges) {
