@@ -137,6 +137,11 @@ absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(c
   // keeps its own; the ranks then agree, so that none runs while another
   // could not start.
   absl::Status local = [&]() -> absl::Status {
+    // A frame other ranks take part in must keep its place in the label
+    // path (no tail hand-over), and a Recv's token must reach every node
+    // it feeds (no skipped dead regions): docs/distributed.md.
+    options.session.release_tail_callers = false;
+    options.session.skip_dead_branches = false;
     if (options.session.mode != ExecutionMode::kStatic)
       return absl::InvalidArgumentError("a distributed session runs static graphs (ExecutionMode::kStatic)");
     TDF_RETURN_IF_ERROR(Validate(graph));

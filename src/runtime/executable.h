@@ -369,14 +369,17 @@ struct ExecBlock {
   // block expects from other ranks, one per Recv of the block and one per
   // loop inside it that no local Enter starts (the loop's first token
   // creates it); the loop's label on the wire (its LoopCond's _frame_id,
-  // -1 if none); the loops below this block that tokens may name.
+  // -1 if none); the loops and call sites below this block that tokens
+  // may name.
   int32_t remote_expected = 0;
   int64_t wire_id = -1;
+  // A loop or a call site of this block (its Calls create its frames).
   struct RemoteLoop {
     int64_t wire_id;
     int32_t block;
     int32_t child_slot;
-    bool started_here;  // a local Enter starts it (else an arrival does)
+    bool started_here;  // loops: a local Enter starts it (else an arrival does)
+    bool is_call = false;
   };
   std::vector<RemoteLoop> remote_loops;
   // Frame layout (bytes).

@@ -183,18 +183,33 @@ TEST(DistributedSession, CallInALoopBodyCutAcrossRanks) {
   CheckAcrossRanks(g, "n", {40}, nullptr, /*num_workers=*/2);
 }
 
-TEST(DistributedSession, AFunctionBodyCutAcrossRanksIsRefusedOnEveryRank) {
-  // fib's predicate on rank 1, its calls on rank 0: tags through
-  // invocations are the next step.
+TEST(DistributedSession, RecursionCutBetweenPredicateAndCalls) {
+  // fib's predicate on rank 1, its calls (Call and Return) on rank 0: the
+  // predicate crosses into every invocation, and rank 1 learns of each
+  // invocation from its replicas of the Calls.
   Graph g = reference::Fib();
   FunctionDef* f = g.library.FindMutable("fib");
   ASSERT_NE(f, nullptr);
   for (NodeDef& n : f->node)
     if (n.op == "LessEqual") n.device = "rank:1";
-  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented) << s.status();
-  EXPECT_THAT(s.status().message(), HasSubstr("function bodies"));
+  int64_t sent = 0;
+  CheckAcrossRanks(g, "n", {0, 1, 2, 10}, &sent);
+  // One predicate per invocation crosses: fib(10) makes 177 invocations.
+  if (WorldRank() == 1) EXPECT_GE(sent, 177);
+  CheckAcrossRanks(g, "n", {12}, nullptr, /*num_workers=*/2);
+}
+
+TEST(DistributedSession, RecursionWithCallsAndReturnsOnDifferentRanks) {
+  // fib's sum of results on the last rank, its predicate on rank 1: the
+  // Returns' values cross, and so does the sum back to the result Merge.
+  Graph g = reference::Fib();
+  FunctionDef* f = g.library.FindMutable("fib");
+  ASSERT_NE(f, nullptr);
+  for (NodeDef& n : f->node) {
+    if (n.op == "LessEqual") n.device = "rank:1";
+    if (n.op == "Add") n.device = absl::StrCat("rank:", WorldSize() - 1);
+  }
+  CheckAcrossRanks(g, "n", {0, 1, 2, 10});
 }
 
 // x (rank 0) -> bad = Reshape(x, [2, 2]) (rank 1): x has 3 elements.

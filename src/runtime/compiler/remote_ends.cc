@@ -6,9 +6,8 @@
 // loops below it that a token's label path may name (remote_loops), with
 // their child slots, even where no local Enter made one; a loop whose
 // NextIteration is on another rank has its LoopCond made a
-// kRemoteLoopCond; cut loops have no iteration window. Refuses cut edges
-// inside function bodies (Unimplemented: tags through invocations are the
-// next step). Does nothing for graphs without Send and Recv.
+// kRemoteLoopCond; cut loops have no iteration window; call sites have
+// their wire labels. Does nothing for graphs without Send and Recv.
 // Pinned by tests/distributed/session_test.cc (under mpirun).
 #include <climits>
 
@@ -57,12 +56,6 @@ absl::Status Compiler::LinkRemoteLoops() {
     const bool started_here = blk.num_enters + blk.num_invariants > 0;
     // Only loops that tokens cross, or that only tokens start, need labels.
     if (!has_ends[b] && started_here) continue;
-    for (int32_t a = blk.parent; a >= 0; a = exe_->blocks[a].parent) {
-      if (exe_->blocks[a].kind == ExecBlock::Kind::kFunction)
-        return NodeError(*Info(nodes_[blk.nodes[0]]).def, absl::StatusCode::kUnimplemented,
-                         absl::StrCat("loop '", blk.name, "' is cut across ranks inside function '",
-                                      exe_->blocks[a].name, "': cut edges in function bodies are not supported yet"));
-    }
     if (loop_cond[b] < 0)
       return NodeError(*Info(nodes_[blk.nodes[0]]).def, absl::StatusCode::kUnimplemented,
                        absl::StrCat("loop '", blk.name, "' is cut across ranks but has no LoopCond on this rank"));
@@ -84,14 +77,18 @@ absl::Status Compiler::LinkRemoteLoops() {
     if (n.kind == NodeKind::kEnter && Info(n).target_block >= 0 &&
         exe_->blocks[Info(n).target_block].parallel_iterations == INT_MAX)
       Info(n).parallel_iterations = INT_MAX;
-  for (const ExecutableGraph::RemoteEnd& end : exe_->remote_ends) {
-    const NodeBuild& n = nodes_[end.node];
-    const ExecBlock& blk = exe_->blocks[n.block];
-    if (blk.kind == ExecBlock::Kind::kFunction)
-      return NodeError(*Info(n).def, absl::StatusCode::kUnimplemented,
-                       absl::StrCat("a cut edge inside function '", blk.name,
-                                    "': distributed runs cut main graphs and loop bodies, not function bodies yet "
-                                    "(a function placed wholly on one rank works)"));
+  // Call sites: their label on the wire is the Calls' _frame_id. Every
+  // rank that takes part in the callee holds every Call of the site, so
+  // invocations are always created by local Calls; a token that comes
+  // first waits for them (Worker::FrameOfPath).
+  for (const NodeBuild& n : nodes_) {
+    if (n.kind != NodeKind::kCall || Info(n).child_slot < 0) continue;
+    const int64_t fid = Info(n).def->GetIntOr(kFrameIdAttr, -1);
+    if (fid < 0) continue;
+    ExecBlock& parent = exe_->blocks[n.block];
+    bool known = false;
+    for (const ExecBlock::RemoteLoop& r : parent.remote_loops) known |= r.is_call && r.child_slot == Info(n).child_slot;
+    if (!known) parent.remote_loops.push_back({fid, Info(n).target_block, Info(n).child_slot, true, true});
   }
   return absl::OkStatus();
 }

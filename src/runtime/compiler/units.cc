@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/frame.h"
 #include "runtime/state_kernels.h"
+#include "tdf/partition.h"
 #include "tdf/status.h"
 
 namespace tdf {
@@ -98,7 +99,11 @@ absl::Status Compiler::Link() {
     if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
     int calls = 0;
     for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
-    if (calls != 1)
+    // A partition's replica of a Call whose argument's consumers are on
+    // other ranks only says whether the invocation starts (tdf/partition.h).
+    const bool replica_without_argument =
+        call.num_data_inputs == 0 && Info(call).def->GetBoolOr(kReplicaAttr, false);
+    if (calls != 1 && !(calls == 0 && replica_without_argument))
       return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("a Call of an argument must feed one argument Merge of its callee; it feeds ",
                                     calls));
