@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/frame.h"
 #include "runtime/state_kernels.h"
-#include "tdf/partition.h"
 #include "tdf/status.h"
 
 namespace tdf {
@@ -92,6 +91,10 @@ absl::Status Compiler::Link() {
   // and Returns, or a hostile call_site would size them.
   for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+  // A partition of a distributed graph (tdf/partition.h) has Sends or Recvs.
+  const bool partition = std::any_of(nodes_.begin(), nodes_.end(), [](const NodeBuild& n) {
+    return n.kind == NodeKind::kSend || n.kind == NodeKind::kRecv;
+  });
   // A Call of an argument delivers into exactly one argument Merge of its
   // callee; one that feeds none would start invocations whose argument
   // never arrives (and whose frames the run could not reclaim).
@@ -99,11 +102,10 @@ absl::Status Compiler::Link() {
     if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
     int calls = 0;
     for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
-    // A partition's replica of a Call whose argument's consumers are on
-    // other ranks only says whether the invocation starts (tdf/partition.h).
-    const bool replica_without_argument =
-        call.num_data_inputs == 0 && Info(call).def->GetBoolOr(kReplicaAttr, false);
-    if (calls != 1 && !(calls == 0 && replica_without_argument))
+    // In a partition, a Call (or its replica) whose argument's consumers
+    // are on other ranks only says here whether the invocation starts
+    // (tdf/partition.h).
+    if (calls != 1 && !(calls == 0 && partition))
       return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("a Call of an argument must feed one argument Merge of its callee; it feeds ",
                                     calls));
@@ -162,9 +164,6 @@ absl::Status Compiler::Link() {
   // In a partition of a distributed graph (it has Sends or Recvs), an
   // Enter whose readers are all on other ranks stays on its rank unread
   // (they read its replica there): it fires and passes nothing on.
-  const bool partition = std::any_of(nodes_.begin(), nodes_.end(), [](const NodeBuild& n) {
-    return n.kind == NodeKind::kSend || n.kind == NodeKind::kRecv;
-  });
   for (NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kEnter || Info(n).target_block >= 0) continue;
     if (partition && n.edges.empty()) {
