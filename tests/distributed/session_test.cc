@@ -314,6 +314,48 @@ TEST(DistributedSession, AKernelErrorOnOneRankFailsEveryRank) {
   EXPECT_TRUE(s->Close().ok());
 }
 
+// down(n) = n <= 0 ? 10 / n : down(n - 1), its Div on rank 1, the rest on
+// rank 0: down(3) divides by zero at the bottom of the recursion.
+Graph DividesByZeroAtTheBottom() {
+  using Outs = std::vector<Output>;
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"down", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs {
+                           Output n = a[0];
+                           return f.Cond(
+                               f.LessEqual(n, f.Const<int64_t>(0)),
+                               [&] { return Outs{f.Div(f.Const<int64_t>(10), n)}; },
+                               [&] { return f.Call("down", {f.Sub(n, f.Const<int64_t>(1))}); });
+                         });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("down", {n})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!g.ok()) return Graph{};
+  for (NodeDef& node : g->library.FindMutable("down")->node)
+    if (node.op == "Div") node.device = "rank:1";
+  return *g;
+}
+
+TEST(DistributedSession, AnErrorDeepInACutRecursionNamesRankNodeOpAndTag) {
+  std::unique_ptr<DistributedSession> s = CreateOrDie(DividesByZeroAtTheBottom());
+  ASSERT_NE(s, nullptr);
+  RunStats stats;
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"n", Tensor::Scalar<int64_t>(3)}}, {"result"}, &stats);
+  ASSERT_FALSE(out.ok());
+  if (std::getenv("TDF_TEST_VERBOSE") != nullptr) std::fprintf(stderr, "%s\n", out.status().ToString().c_str());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  // Four invocations deep: the tag has four call-site labels.
+  EXPECT_THAT(std::string(out.status().message()),
+              ContainsRegex("^rank 1: node 'down/[^']*' \\(Div\\) at tag \\[[0-9]+, [0-9]+, [0-9]+, [0-9]+\\]: "
+                            ".*integer division by zero"));
+  // And the session goes on.
+  absl::StatusOr<std::vector<Tensor>> good = s->Run({{"n", Tensor::Scalar<int64_t>(-2)}}, {"result"});
+  ASSERT_TRUE(good.ok()) << good.status();
+  if (s->RankOf("result") == s->rank()) EXPECT_EQ((*good)[0].scalar<int64_t>(), -5);
+  EXPECT_TRUE(s->Close().ok());
+}
+
 TEST(DistributedSession, ASlowRankMeetsTheOthersDeadlineAndNothingHangs) {
   DistributedOptions options;
   options.session.deadline = absl::Milliseconds(300);
