@@ -9,7 +9,8 @@
 //   auto s = tdf::DistributedSession::Create(graph, {}, MPI_COMM_WORLD);  // collective
 //   auto out = (*s)->Run({{"x", x}}, {"y"});                             // collective
 //   // out has one tensor per fetch: valid on the rank that holds the
-//   // fetched node, invalid (Tensor()) on the others.
+//   // fetched node (and on rank 0 with gather_fetches), invalid (Tensor())
+//   // on the others.
 //   (*s)->Close();                                                       // collective
 //
 // Feeds and fetches live on the ranks of their nodes: a rank uses the feeds
@@ -62,6 +63,9 @@ struct DistributedOptions {
   absl::Duration default_deadline = absl::Minutes(10);
   // How long the collective end of a run waits for the other ranks.
   absl::Duration peer_timeout = absl::Seconds(60);
+  // After a successful run, every fetched value is sent to rank 0 too, so
+  // that rank 0's results are complete (other ranks keep their own).
+  bool gather_fetches = false;
 };
 
 // Per-rank figures of the last run, beside its RunStats.
@@ -103,6 +107,7 @@ class DistributedSession {
 
  private:
   explicit DistributedSession(std::unique_ptr<Impl> impl);
+  absl::Status Gather(const std::vector<std::string>& fetches, std::vector<Tensor>* results);
   std::unique_ptr<Impl> impl_;
 };
 

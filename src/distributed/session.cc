@@ -78,6 +78,10 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
   std::vector<std::pair<int, absl::Status>> peer_failures_;
 };
 
+// Keys of gathered fetches: far above any Send/Recv pair's (one per cut
+// edge of the graph).
+constexpr int64_t kGatherKeyBase = int64_t{1} << 62;
+
 std::string NodeOf(const std::string& ref) {
   const size_t colon = ref.rfind(':');
   return colon == std::string::npos ? ref : ref.substr(0, colon);
@@ -241,7 +245,42 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
   std::vector<Tensor> results(fetches.size());
   for (size_t k = 0; k < fetches.size(); ++k)
     if (where[k] >= 0) results[k] = std::move((*out)[where[k]]);
+  if (s.options.gather_fetches) {
+    absl::Status gathered = Gather(fetches, &results);
+    if (!gathered.ok()) {
+      s.broken = std::string(gathered.message());
+      return gathered;
+    }
+  }
   return results;
+}
+
+absl::Status DistributedSession::Gather(const std::vector<std::string>& fetches, std::vector<Tensor>* results) {
+  // Each owner sends its fetched values to rank 0 after the run's end, and
+  // rank 0 receives them from that owner alone: one rank's messages arrive
+  // in order, so none of its next run's tokens can be taken instead. The
+  // next run's end counts them like any token.
+  Impl& s = *impl_;
+  const int me = rank();
+  const absl::Time deadline = absl::Now() + s.options.peer_timeout;
+  for (size_t k = 0; k < fetches.size(); ++k) {
+    const int owner = s.Resolve(fetches[k]).second;
+    if (owner == 0) continue;
+    const int64_t key = kGatherKeyBase + static_cast<int64_t>(k);
+    if (me == owner) {
+      WireToken token;
+      token.key = key;
+      token.value = (*results)[k];
+      TDF_RETURN_IF_ERROR(s.transport->Send(0, token));
+    } else if (me == 0) {
+      TDF_ASSIGN_OR_RETURN(ReceivedToken r, s.transport->ReceiveFrom(owner, deadline));
+      if (r.token.key != key || !r.token.value.valid())
+        return absl::DataLossError(absl::StrCat("rank 0: gathering fetch '", fetches[k], "' from rank ", owner,
+                                                ": got a token for key ", r.token.key));
+      (*results)[k] = std::move(r.token.value);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DistributedSession::Close() {

@@ -266,13 +266,20 @@ absl::StatusOr<int> MpiTransport::Poll(Handler handler, int max_tokens) {
 }
 
 absl::StatusOr<ReceivedToken> MpiTransport::Receive(absl::Time deadline) {
+  return ReceiveFrom(MPI_ANY_SOURCE, deadline);
+}
+
+absl::StatusOr<ReceivedToken> MpiTransport::ReceiveFrom(int source_rank, absl::Time deadline) {
+  if (source_rank != MPI_ANY_SOURCE && (source_rank < 0 || source_rank >= size_))
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": receive from rank ", source_rank, ", but the run has ", size_, " ranks"));
   if (closed_.load(std::memory_order_acquire))
     return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": receive after the transport was closed"));
   const absl::Time start = absl::Now();
   Backoff backoff;
   for (;;) {
     ReceivedToken received;
-    absl::StatusOr<bool> got = ReceiveOne(&received);
+    absl::StatusOr<bool> got = ReceiveOne(&received, source_rank);
     if (!got.ok()) return got.status();
     if (*got) return received;
     if (sends_in_flight_.load(std::memory_order_acquire) > 0) {

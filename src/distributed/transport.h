@@ -99,6 +99,8 @@ class MpiTransport {
   // Waits for one token; DeadlineExceeded (naming this rank) if none has
   // arrived by `deadline`.
   absl::StatusOr<ReceivedToken> Receive(absl::Time deadline);
+  // The same from one rank only: its tokens arrive in the order it sent them.
+  absl::StatusOr<ReceivedToken> ReceiveFrom(int source_rank, absl::Time deadline);
 
   // Collective: ends the transport on every rank. Waits until this rank's
   // sends have completed, learns from every rank how many tokens it sent

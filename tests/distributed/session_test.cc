@@ -145,6 +145,28 @@ TEST(DistributedSession, MainGraphCutAcrossRanks) {
   if (WorldRank() == 1 || WorldRank() == WorldSize() - 1) EXPECT_GT(sent, 0);
 }
 
+TEST(DistributedSession, FetchesGatheredOnRankZero) {
+  // "result" of fib on the last rank, gathered on rank 0, run after run.
+  Graph g = reference::Fib();
+  PlaceFunction(g, "fib", absl::StrCat("rank:", WorldSize() - 1));
+  for (NodeDef& n : g.node)
+    if (n.name == "result") n.device = absl::StrCat("rank:", WorldSize() - 1);
+  DistributedOptions options;
+  options.gather_fetches = true;
+  std::unique_ptr<DistributedSession> s = CreateOrDie(g, options);
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->RankOf("result"), WorldSize() - 1);
+  for (int64_t n : {3, 7, 11}) {
+    absl::StatusOr<std::vector<Tensor>> out = s->Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"result", "n"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    if (s->rank() == 0 || s->rank() == WorldSize() - 1) {
+      ASSERT_TRUE((*out)[0].valid());
+      EXPECT_EQ((*out)[0].scalar<int64_t>(), reference::NativeFib(n));
+    }
+  }
+  EXPECT_TRUE(s->Close().ok());
+}
+
 TEST(DistributedSession, RecursionPlacedWhollyOnAnotherRank) {
   // The feed stays on rank 0: the argument crosses, then the result.
   Graph g = reference::Fib();
