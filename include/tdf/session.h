@@ -29,6 +29,10 @@
 
 namespace tdf {
 
+namespace runtime {
+class SessionAccess;  // internal (src/runtime/session_access.h): DistributedSession's runs
+}  // namespace runtime
+
 enum class ExecutionMode {
   // Functions are compiled once into the static graph (StaticizeRecursion);
   // each invocation is a frame (design.md §2-3).
@@ -302,6 +306,7 @@ class Session {
   class Impl;
 
  private:
+  friend class runtime::SessionAccess;
   Session(SessionOptions options, std::unique_ptr<Impl> impl);
   // `owned`: &graph when the caller gave up its graph (Create(Graph&&)).
   static absl::StatusOr<std::unique_ptr<Session>> CreateFrom(const Graph& graph, Graph* owned,

@@ -15,8 +15,10 @@ namespace tdf {
 namespace distributed {
 namespace {
 
-// The MPI tag of token messages on the transport's own communicator.
+// The MPI tags of token and failure messages on the transport's own
+// communicator.
 constexpr int kTokenTag = 1;
+constexpr int kFailureTag = 2;
 
 std::mutex g_init_mu;
 
@@ -124,10 +126,13 @@ absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create(const Transpo
 }
 
 MpiTransport::MpiTransport(MPI_Comm comm, int rank, int size)
-    : comm_(comm), rank_(rank), size_(size), sent_to_(size), received_from_(size) {
+    : comm_(comm), rank_(rank), size_(size), sent_to_(size), received_from_(size), failures_sent_to_(size),
+      failures_received_from_(size) {
   for (int p = 0; p < size; ++p) {
     sent_to_[p].store(0, std::memory_order_relaxed);
     received_from_[p].store(0, std::memory_order_relaxed);
+    failures_sent_to_[p].store(0, std::memory_order_relaxed);
+    failures_received_from_[p].store(0, std::memory_order_relaxed);
   }
 }
 
@@ -216,11 +221,11 @@ absl::Status MpiTransport::ReapSends(bool wait) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> MpiTransport::ReceiveOne(ReceivedToken* out) {
+absl::StatusOr<bool> MpiTransport::ReceiveOne(ReceivedToken* out, int source_filter) {
   int flag = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
-  int rc = MPI_Improbe(MPI_ANY_SOURCE, kTokenTag, comm_, &flag, &message, &status);
+  int rc = MPI_Improbe(source_filter, kTokenTag, comm_, &flag, &message, &status);
   if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe");
   if (!flag) return false;
   int count = 0;
@@ -261,13 +266,20 @@ absl::StatusOr<int> MpiTransport::Poll(Handler handler, int max_tokens) {
 }
 
 absl::StatusOr<ReceivedToken> MpiTransport::Receive(absl::Time deadline) {
+  return ReceiveFrom(MPI_ANY_SOURCE, deadline);
+}
+
+absl::StatusOr<ReceivedToken> MpiTransport::ReceiveFrom(int source_rank, absl::Time deadline) {
+  if (source_rank != MPI_ANY_SOURCE && (source_rank < 0 || source_rank >= size_))
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": receive from rank ", source_rank, ", but the run has ", size_, " ranks"));
   if (closed_.load(std::memory_order_acquire))
     return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": receive after the transport was closed"));
   const absl::Time start = absl::Now();
   Backoff backoff;
   for (;;) {
     ReceivedToken received;
-    absl::StatusOr<bool> got = ReceiveOne(&received);
+    absl::StatusOr<bool> got = ReceiveOne(&received, source_rank);
     if (!got.ok()) return got.status();
     if (*got) return received;
     if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
@@ -350,6 +362,140 @@ TransportCounters MpiTransport::counters() const {
   c.bytes_sent = bytes_sent_.load(std::memory_order_relaxed);
   c.bytes_received = bytes_received_.load(std::memory_order_relaxed);
   return c;
+}
+
+absl::Status MpiTransport::SendFailure(int dst_rank, const absl::Status& failure) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": send after the transport was closed"));
+  if (dst_rank < 0 || dst_rank >= size_ || failure.ok())
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": a failure to rank ", dst_rank,
+                                                   " must be an error for one of the ", size_, " ranks"));
+  // One byte of status code, then the message.
+  std::vector<char> bytes;
+  bytes.push_back(static_cast<char>(static_cast<int>(failure.code())));
+  bytes.insert(bytes.end(), failure.message().begin(), failure.message().end());
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) bytes.resize(INT_MAX);
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc =
+      MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dst_rank, kFailureTag, comm_, &request);
+  if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Isend of a failure to rank ", dst_rank));
+  failures_sent_to_[dst_rank].fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    send_requests_.push_back(request);
+    send_buffers_.push_back(std::move(bytes));
+  }
+  sends_in_flight_.fetch_add(1, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> MpiTransport::ReceiveFailure(int source_filter, int* source_rank, absl::Status* failure) {
+  int flag = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  int rc = MPI_Improbe(source_filter, kFailureTag, comm_, &flag, &message, &status);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe of failures");
+  if (!flag) return false;
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  std::vector<char> buffer(static_cast<size_t>(std::max(count, 0)));
+  rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  const int source = status.MPI_SOURCE;
+  if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Mrecv of a failure from rank ", source));
+  failures_received_from_[source].fetch_add(1, std::memory_order_relaxed);
+  // A code outside absl's is still a failure: Unknown, never OK.
+  int code = buffer.empty() ? static_cast<int>(absl::StatusCode::kUnknown) : static_cast<unsigned char>(buffer[0]);
+  if (code <= 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated))
+    code = static_cast<int>(absl::StatusCode::kUnknown);
+  std::string text = buffer.empty() ? std::string() : std::string(buffer.begin() + 1, buffer.end());
+  if (text.empty()) text = absl::StrCat("rank ", source, " failed");
+  *source_rank = source;
+  *failure = absl::Status(static_cast<absl::StatusCode>(code), text);
+  return true;
+}
+
+absl::StatusOr<bool> MpiTransport::PollFailure(int* source_rank, absl::Status* failure) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": poll after the transport was closed"));
+  return ReceiveFailure(MPI_ANY_SOURCE, source_rank, failure);
+}
+
+absl::Status MpiTransport::EndRun(Handler late, std::vector<std::pair<int, absl::Status>>* failures,
+                                  absl::Time deadline) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": the transport is closed"));
+  // 1. Counts, cumulative over the transport's life: tokens and failures
+  //    sent to each rank. Nothing is received while the exchange is in
+  //    flight: a rank that has finished it may already send its next
+  //    run's tokens, and only the counts say which messages are this run's.
+  std::vector<int64_t> sent(2 * size_), expected(2 * size_, 0);
+  for (int p = 0; p < size_; ++p) {
+    sent[2 * p] = sent_to_[p].load(std::memory_order_relaxed);
+    sent[2 * p + 1] = failures_sent_to_[p].load(std::memory_order_relaxed);
+  }
+  MPI_Request exchange = MPI_REQUEST_NULL;
+  int rc = MPI_Ialltoall(sent.data(), 2, MPI_INT64_T, expected.data(), 2, MPI_INT64_T, comm_, &exchange);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ialltoall of the run's counts");
+  Backoff backoff;
+  for (int done = 0; !done;) {
+    rc = MPI_Test(&exchange, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Test of the run's count exchange");
+    if (done) break;
+    if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
+      absl::Status reaped = ReapSends(/*wait=*/false);
+      if (!reaped.ok()) return reaped;
+    }
+    if (absl::Now() >= deadline)
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": the end of the run: not every one of the ",
+                                                      size_, " ranks ended its run by the deadline"));
+    backoff.Wait();
+  }
+  // 2. Exactly what each rank sent here and this rank has not received:
+  //    per source, since messages of one source and tag arrive in order.
+  for (;;) {
+    std::vector<std::string> missing;
+    for (int p = 0; p < size_; ++p) {
+      while (received_from_[p].load(std::memory_order_relaxed) < expected[2 * p]) {
+        ReceivedToken received;
+        absl::StatusOr<bool> got = ReceiveOne(&received, p);
+        if (!got.ok()) return got.status();
+        if (!*got) break;
+        late(std::move(received));
+      }
+      while (failures_received_from_[p].load(std::memory_order_relaxed) < expected[2 * p + 1]) {
+        int source = -1;
+        absl::Status failure;
+        absl::StatusOr<bool> got = ReceiveFailure(p, &source, &failure);
+        if (!got.ok()) return got.status();
+        if (!*got) break;
+        failures->emplace_back(source, std::move(failure));
+      }
+      const int64_t tokens = expected[2 * p] - received_from_[p].load(std::memory_order_relaxed);
+      const int64_t fails = expected[2 * p + 1] - failures_received_from_[p].load(std::memory_order_relaxed);
+      if (tokens > 0 || fails > 0) missing.push_back(absl::StrCat(tokens, " tokens and ", fails, " failures from rank ", p));
+    }
+    if (missing.empty()) return absl::OkStatus();
+    if (absl::Now() >= deadline)
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": the end of the run: still to arrive: ", absl::StrJoin(missing, ", ")));
+    backoff.Wait();
+  }
+}
+
+absl::Status MpiTransport::AgreeOnStatus(const absl::Status& local) {
+  const int mine = local.ok() ? size_ : rank_;
+  int first = size_;
+  int rc = MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm_);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Allreduce of statuses");
+  if (first == size_) return absl::OkStatus();
+  std::string text;
+  int64_t header[2] = {static_cast<int64_t>(local.code()), static_cast<int64_t>(local.message().size())};
+  rc = MPI_Bcast(header, 2, MPI_INT64_T, first, comm_);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Bcast of a status");
+  text = rank_ == first ? std::string(local.message()) : std::string(static_cast<size_t>(header[1]), '\0');
+  rc = MPI_Bcast(text.data(), static_cast<int>(text.size()), MPI_CHAR, first, comm_);
+  if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Bcast of a status");
+  return absl::Status(static_cast<absl::StatusCode>(header[0]), absl::StrCat("rank ", first, ": ", text));
 }
 
 }  // namespace distributed

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -98,6 +99,8 @@ class MpiTransport {
   // Waits for one token; DeadlineExceeded (naming this rank) if none has
   // arrived by `deadline`.
   absl::StatusOr<ReceivedToken> Receive(absl::Time deadline);
+  // The same from one rank only: its tokens arrive in the order it sent them.
+  absl::StatusOr<ReceivedToken> ReceiveFrom(int source_rank, absl::Time deadline);
 
   // Collective: ends the transport on every rank. Waits until this rank's
   // sends have completed, learns from every rank how many tokens it sent
@@ -110,6 +113,27 @@ class MpiTransport {
 
   TransportCounters counters() const;
 
+  // Failures of a run, between ranks (their own MPI tag: they never mix
+  // with tokens). A rank whose run fails tells every other rank, so that
+  // their runs end too, with its status. Non-blocking.
+  absl::Status SendFailure(int dst_rank, const absl::Status& failure);
+  // A failure some rank sent, if one has arrived (its source and status).
+  absl::StatusOr<bool> PollFailure(int* source_rank, absl::Status* failure);
+
+  // Collective, once at the end of every run: every rank learns how many
+  // tokens and failures each other rank has sent it so far and receives
+  // exactly those still in flight (tokens to `late`, failures into
+  // `failures`, by source rank). No rank starts its next run before every
+  // rank has entered this one's end, so nothing of the next run is taken.
+  // DeadlineExceeded if some rank does not join by `deadline`; the
+  // transport is then out of step and should be closed.
+  absl::Status EndRun(Handler late, std::vector<std::pair<int, absl::Status>>* failures, absl::Time deadline);
+
+  // Collective and blocking (for session creation, not runs): OK if every
+  // rank's `local` is OK, else the lowest failing rank's status, prefixed
+  // with that rank, on every rank.
+  absl::Status AgreeOnStatus(const absl::Status& local);
+
  private:
   MpiTransport(MPI_Comm comm, int rank, int size);
   absl::Status MpiError(int code, absl::string_view call) const;
@@ -117,7 +141,8 @@ class MpiTransport {
   // the lock even if another thread holds it.
   absl::Status ReapSends(bool wait);
   // One matched probe and receive; false if nothing was waiting.
-  absl::StatusOr<bool> ReceiveOne(ReceivedToken* out);
+  absl::StatusOr<bool> ReceiveOne(ReceivedToken* out, int source = MPI_ANY_SOURCE);
+  absl::StatusOr<bool> ReceiveFailure(int source, int* source_rank, absl::Status* failure);
 
   MPI_Comm comm_;
   const int rank_;
@@ -133,6 +158,8 @@ class MpiTransport {
 
   std::vector<std::atomic<int64_t>> sent_to_;        // tokens, by destination
   std::vector<std::atomic<int64_t>> received_from_;  // tokens, by source
+  std::vector<std::atomic<int64_t>> failures_sent_to_;        // by destination
+  std::vector<std::atomic<int64_t>> failures_received_from_;  // by source
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
 };

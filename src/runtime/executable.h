@@ -118,6 +118,15 @@ enum class NodeKind : uint8_t {
   kArg,      // dynamic mode: a function argument (fires at instantiation)
   kRetval,   // dynamic mode: delivers a result to the Invoke's consumers
   kNoOutput, // NoOp
+  // Distributed runs (docs/distributed.md): the two ends of a cut edge.
+  // A Send hands its token to the run's RemoteChannel; a Recv never fires
+  // locally: its token arrives (Worker::DeliverArrival).
+  kSend,
+  kRecv,
+  // A LoopCond of a cut loop on a rank that holds no NextIteration of it:
+  // a live true predicate makes the next iteration exist here too, so the
+  // iteration chain waits for its tokens (Worker::FireRemoteLoopCond).
+  kRemoteLoopCond,
 };
 
 // Node shapes with a lean firing path (Worker::FireLean).
@@ -356,6 +365,23 @@ struct ExecBlock {
   // Dynamic mode functions: arguments and results.
   int32_t num_args = 0;
   int32_t num_results = 0;
+  // Distributed runs (docs/distributed.md): arrivals every frame of this
+  // block expects from other ranks, one per Recv of the block and one per
+  // loop inside it that no local Enter starts (the loop's first token
+  // creates it); the loop's label on the wire (its LoopCond's _frame_id,
+  // -1 if none); the loops and call sites below this block that tokens
+  // may name.
+  int32_t remote_expected = 0;
+  int64_t wire_id = -1;
+  // A loop or a call site of this block (its Calls create its frames).
+  struct RemoteLoop {
+    int64_t wire_id;
+    int32_t block;
+    int32_t child_slot;
+    bool started_here;  // loops: a local Enter starts it (else an arrival does)
+    bool is_call = false;
+  };
+  std::vector<RemoteLoop> remote_loops;
   // Frame layout (bytes).
   size_t pending_offset = 0, children_offset = 0, slots_offset = 0, args_offset = 0, frame_bytes = 0;
 };
@@ -388,6 +414,17 @@ struct ExecutableGraph {
   absl::flat_hash_map<std::string, std::vector<int32_t>> invoke_results;
   // The Return nodes of main-graph Invoke `name` (null if none).
   const std::vector<int32_t>* FindInvokeResults(absl::string_view name) const;
+  // Distributed runs: the Send and Recv nodes of a partition (NodeInfo::
+  // io_index indexes remote_ends) and the Recvs by their pair's key.
+  struct RemoteEnd {
+    int32_t node = -1;
+    int64_t key = 0;
+    int32_t peer_rank = -1;  // a Send's recv_rank, a Recv's send_rank
+    bool control = false;
+    DType dtype = DType::kInvalid;
+  };
+  std::vector<RemoteEnd> remote_ends;
+  absl::flat_hash_map<int64_t, int32_t> recv_by_key;  // key -> index in remote_ends
   // Names of graph.node: feeds and fetches are resolved on every run, and a
   // scan is linear in the graph (chain(10^5): 9% of a run).
   NodeIndex main_index;

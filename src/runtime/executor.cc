@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
@@ -21,6 +22,7 @@
 #include "oneapi/tbb/task_group.h"
 #include "cuda/device_backend.h"
 #include "runtime/frame.h"
+#include "runtime/remote_channel.h"
 #include "tdf/status.h"
 #include "runtime/scalar_ops.h"
 #include "runtime/trace.h"
@@ -42,6 +44,7 @@ namespace {
 #include "runtime/executor/delivery.inc"  // NOLINT(build/include)
 #include "runtime/executor/control_flow.inc"  // NOLINT(build/include)
 #include "runtime/executor/firing.inc"  // NOLINT(build/include)
+#include "runtime/executor/remote.inc"  // NOLINT(build/include)
 #include "runtime/executor/scheduling.inc"  // NOLINT(build/include)
 #include "runtime/executor/free_frames.inc"  // NOLINT(build/include)
 

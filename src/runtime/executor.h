@@ -20,6 +20,8 @@
 namespace tdf {
 namespace runtime {
 
+class RemoteChannel;  // runtime/remote_channel.h
+
 struct RunRequest {
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::vector<std::string> fetches;
@@ -32,6 +34,11 @@ struct RunRequest {
   bool collect_node_stats = false;
   std::string trace_path;  // "": no trace
   ExecutionObserver* observer = nullptr;
+  // A distributed run (DistributedSession): the other ranks, through which
+  // Sends send and Recv tokens arrive. Null for one-process runs; a graph
+  // with Send/Recv nodes needs one. Such a run is not pruned: every Send
+  // must fire, as the receiving ranks wait for it.
+  RemoteChannel* remote = nullptr;
 };
 
 class Executor {

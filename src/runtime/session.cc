@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/executable.h"
 #include "runtime/executor.h"
+#include "runtime/session_access.h"
 #include "runtime/state_kernels.h"
 #include "tdf/placement.h"
 #include "tdf/serialize.h"
@@ -183,25 +184,39 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(const RunOptions& run_options,
                                                  const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                  const std::vector<std::string>& fetches,
                                                  const std::vector<std::string>& targets, RunStats* stats) {
+  return runtime::SessionAccess::Run(*this, run_options, feeds, fetches, targets, stats, nullptr);
+}
+
+namespace runtime {
+
+absl::StatusOr<std::vector<Tensor>> SessionAccess::Run(Session& session, const RunOptions& run_options,
+                                                       const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                       const std::vector<std::string>& fetches,
+                                                       const std::vector<std::string>& targets, RunStats* stats,
+                                                       RemoteChannel* remote) {
+  const SessionOptions& options = session.options_;
   runtime::RunRequest request;
+  request.remote = remote;
   request.feeds = feeds;
   request.fetches = fetches;
   request.targets = targets;
   request.cancel = run_options.cancel;
-  request.deadline = run_options.deadline.value_or(options_.deadline);
+  request.deadline = run_options.deadline.value_or(options.deadline);
   if (run_options.deadline.has_value()) request.deadline_source = "RunOptions::deadline";
-  request.collect_node_stats = run_options.collect_node_stats.value_or(options_.collect_node_stats);
+  request.collect_node_stats = run_options.collect_node_stats.value_or(options.collect_node_stats);
   if (run_options.trace_path.has_value()) {
     request.trace_path = *run_options.trace_path;
   } else {
-    request.trace_path = options_.trace_path;
+    request.trace_path = options.trace_path;
     if (request.trace_path.empty()) {
       if (const char* env = std::getenv("TDF_TRACE")) request.trace_path = env;
     }
   }
-  request.observer = run_options.observer.value_or(options_.observer);
-  return impl_->executor->Run(request, stats);
+  request.observer = run_options.observer.value_or(options.observer);
+  return session.impl_->executor->Run(request, stats);
 }
+
+}  // namespace runtime
 
 const Graph& Session::executable_graph() const { return impl_->exe->graph; }
 

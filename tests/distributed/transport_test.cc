@@ -331,6 +331,36 @@ TEST(Transport, CloseReceivesTokensStillInFlight) {
   EXPECT_EQ(t->Send(next, Data(0, {}, Tensor::Scalar<int64_t>(0))).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(Transport, EndRunReceivesTheRunsTokensAndFailures) {
+  std::unique_ptr<MpiTransport> t = CreateOrDie();
+  ASSERT_NE(t, nullptr);
+  const int next = (t->rank() + 1) % t->size();
+  for (int run = 0; run < 3; ++run) {
+    // Tokens nobody polled, and on rank 0 a failure for every other rank.
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(t->Send(next, Data(i, {}, Tensor::Scalar<int64_t>(i))).ok());
+    if (t->rank() == 0)
+      for (int p = 1; p < t->size(); ++p)
+        ASSERT_TRUE(t->SendFailure(p, absl::InternalError(absl::StrCat("rank 0: run ", run))).ok());
+    int late = 0;
+    std::vector<std::pair<int, absl::Status>> failures;
+    absl::Status ended = t->EndRun([&](ReceivedToken&&) { ++late; }, &failures, Deadline());
+    ASSERT_TRUE(ended.ok()) << ended;
+    EXPECT_EQ(late, 5);
+    if (t->rank() == 0) {
+      EXPECT_TRUE(failures.empty());
+    } else {
+      ASSERT_EQ(failures.size(), 1u);
+      EXPECT_EQ(failures[0].first, 0);
+      EXPECT_EQ(failures[0].second, absl::InternalError(absl::StrCat("rank 0: run ", run)));
+    }
+  }
+  // Every rank agrees on the lowest failing rank's status.
+  absl::Status agreed = t->AgreeOnStatus(t->rank() == t->size() - 1 ? absl::NotFoundError("no such thing")
+                                                                     : absl::OkStatus());
+  EXPECT_EQ(agreed, absl::NotFoundError(absl::StrCat("rank ", t->size() - 1, ": no such thing")));
+  CloseOrFail(*t);
+}
+
 TEST(Transport, ErrorsNameTheRank) {
   std::unique_ptr<MpiTransport> t = CreateOrDie();
   ASSERT_NE(t, nullptr);

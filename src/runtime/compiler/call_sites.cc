@@ -27,9 +27,16 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
     const NodeDef& def = *Info(n).def;
     // Sources fire when a frame of the block is created; in a loop body that
     // includes nodes whose only inputs are loop invariants.
-    if (!Info(n).folded && (n.num_inputs == 0 || (n.pending_init == 0 && n.kind != NodeKind::kMerge)))
+    // A Recv has no inputs but is no source: its token arrives from
+    // another rank (each frame of its block expects it).
+    if (!Info(n).folded && n.kind != NodeKind::kRecv &&
+        (n.num_inputs == 0 || (n.pending_init == 0 && n.kind != NodeKind::kMerge)))
       blk.sources.push_back(id);
     switch (n.kind) {
+      case NodeKind::kSend:
+      case NodeKind::kRecv:
+        TDF_RETURN_IF_ERROR(AddRemoteEnd(n, blk));
+        break;
       case NodeKind::kPlaceholder:
         if (blk.kind != ExecBlock::Kind::kMain)
           return NodeError(def, absl::StatusCode::kInvalidArgument, "a Placeholder must be in the main graph");

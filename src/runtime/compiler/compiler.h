@@ -33,6 +33,8 @@ inline NodeKind KindOf(const NodeDef& def, OpKind op_kind) {
     case OpKind::kInvoke: return NodeKind::kInvoke;
     case OpKind::kArg: return NodeKind::kArg;
     case OpKind::kRetval: return NodeKind::kRetval;
+    case OpKind::kSend: return NodeKind::kSend;
+    case OpKind::kRecv: return NodeKind::kRecv;
     default: break;
   }
   if (def.op == "Placeholder") return NodeKind::kPlaceholder;
@@ -90,6 +92,8 @@ class Compiler {
   absl::Status LinkUnit(const Unit& unit);  // units.cc
   absl::Status FoldConstants(const Unit& unit);  // fold_constants.cc
   absl::Status FinishUnit(const Unit& unit);  // call_sites.cc
+  absl::Status AddRemoteEnd(NodeBuild& n, ExecBlock& blk);  // remote_ends.cc
+  absl::Status LinkRemoteLoops();  // remote_ends.cc
   absl::Status CheckCrossing(const NodeBuild& c, const NodeBuild& p, EdgeKind kind, int32_t j);  // units.cc
   void ForwardCallArguments();  // forward_values.cc
   int32_t SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const;  // forward_values.cc

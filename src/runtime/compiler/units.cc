@@ -91,6 +91,10 @@ absl::Status Compiler::Link() {
   // and Returns, or a hostile call_site would size them.
   for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(LinkUnit(unit));
+  // A partition of a distributed graph (tdf/partition.h) has Sends or Recvs.
+  const bool partition = std::any_of(nodes_.begin(), nodes_.end(), [](const NodeBuild& n) {
+    return n.kind == NodeKind::kSend || n.kind == NodeKind::kRecv;
+  });
   // A Call of an argument delivers into exactly one argument Merge of its
   // callee; one that feeds none would start invocations whose argument
   // never arrives (and whose frames the run could not reclaim).
@@ -98,7 +102,10 @@ absl::Status Compiler::Link() {
     if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
     int calls = 0;
     for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
-    if (calls != 1)
+    // In a partition, a Call (or its replica) whose argument's consumers
+    // are on other ranks only says here whether the invocation starts
+    // (tdf/partition.h).
+    if (calls != 1 && !(calls == 0 && partition))
       return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("a Call of an argument must feed one argument Merge of its callee; it feeds ",
                                     calls));
@@ -154,13 +161,21 @@ absl::Status Compiler::Link() {
   }
   // An Enter leads into the loop frame of the nodes that read it: without
   // any, it has no loop to enter.
-  for (const NodeBuild& n : nodes_) {
-    if (n.kind == NodeKind::kEnter && Info(n).target_block < 0)
-      return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
-                       "no node of its loop frame reads this Enter: it enters no loop");
+  // In a partition of a distributed graph (it has Sends or Recvs), an
+  // Enter whose readers are all on other ranks stays on its rank unread
+  // (they read its replica there): it fires and passes nothing on.
+  for (NodeBuild& n : nodes_) {
+    if (n.kind != NodeKind::kEnter || Info(n).target_block >= 0) continue;
+    if (partition && n.edges.empty()) {
+      n.kind = NodeKind::kNoOutput;
+      continue;
+    }
+    return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
+                     "no node of its loop frame reads this Enter: it enters no loop");
   }
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FoldConstants(unit));
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
+  TDF_RETURN_IF_ERROR(LinkRemoteLoops());
   for (NodeBuild& n : nodes_) {
     for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
     for (OutEdge& e : n.edges) {

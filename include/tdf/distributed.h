@@ -1,0 +1,116 @@
+// File: tdf/distributed.h
+//
+// A graph run across the ranks of an MPI job (docs/distributed.md): SPMD,
+// every rank creates the session over the same communicator with the same
+// graph and calls each Run with the same arguments. Each rank runs its
+// partition (tdf/partition.h: nodes placed by "rank:R" devices, unplaced
+// nodes on rank 0 by default); tokens that cross ranks go over MPI.
+//
+//   auto s = tdf::DistributedSession::Create(graph, {}, MPI_COMM_WORLD);  // collective
+//   auto out = (*s)->Run({{"x", x}}, {"y"});                             // collective
+//   // out has one tensor per fetch: valid on the rank that holds the
+//   // fetched node (and on rank 0 with gather_fetches), invalid (Tensor())
+//   // on the others.
+//   (*s)->Close();                                                       // collective
+//
+// Feeds and fetches live on the ranks of their nodes: a rank uses the feeds
+// of its own Placeholders and ignores the others; every Placeholder of
+// every partition must be fed (a distributed run is not pruned: every rank
+// runs its whole partition, since other ranks wait for its Sends).
+//
+// Errors: a failure on one rank (a kernel error, a deadline, a cancel)
+// ends the run on every rank with that rank's status, prefixed
+// "rank R: " and naming the node, op and tag. When several ranks fail
+// independently, every rank returns the lowest failing rank's. A rank that
+// never comes makes the others fail at their run's deadline
+// (DistributedOptions::default_deadline when SessionOptions::deadline is
+// not set), and the run's closing step waits at most `peer_timeout`: a
+// rank that is gone for good leaves the session unusable (FailedPrecondition
+// on later runs), never a hang. A failed run leaves the session usable.
+//
+// What runs across ranks so far: cut edges of the main graph (a function
+// or a loop placed wholly on one rank, called or entered from another,
+// included). Cut edges inside loop or function bodies are refused at
+// Create with Unimplemented (docs/distributed.md, "What exists, what comes
+// next").
+//
+// MPI: if MPI is not initialized, Create initializes it (with
+// MPI_THREAD_MULTIPLE) and tdf finalizes it at exit; an application that
+// initialized MPI must have asked for MPI_THREAD_MULTIPLE.
+#ifndef TDF_DISTRIBUTED_H_
+#define TDF_DISTRIBUTED_H_
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tdf/graph.h"
+#include "tdf/session.h"
+#include "tdf/tensor.h"
+
+namespace tdf {
+
+struct DistributedOptions {
+  // Each rank's session (workers, deadline, ...). Static mode only.
+  SessionOptions session;
+  // A run's deadline when session.deadline is infinite: waiting for a rank
+  // that never sends ends there.
+  absl::Duration default_deadline = absl::Minutes(10);
+  // How long the collective end of a run waits for the other ranks.
+  absl::Duration peer_timeout = absl::Seconds(60);
+  // After a successful run, every fetched value is sent to rank 0 too, so
+  // that rank 0's results are complete (other ranks keep their own).
+  bool gather_fetches = false;
+};
+
+// Per-rank figures of the last run, beside its RunStats.
+struct DistributedRunStats {
+  int rank = 0;
+  int64_t tokens_sent = 0;
+  int64_t bytes_sent = 0;
+  int64_t tokens_received = 0;
+  int64_t bytes_received = 0;
+};
+
+class DistributedSession {
+ public:
+  // Collective over `comm`. Validates and transforms `graph`, cuts it into
+  // one partition per rank and compiles this rank's.
+  static absl::StatusOr<std::unique_ptr<DistributedSession>> Create(const Graph& graph,
+                                                                    DistributedOptions options = {},
+                                                                    MPI_Comm comm = MPI_COMM_WORLD);
+  ~DistributedSession();
+  DistributedSession(const DistributedSession&) = delete;
+  DistributedSession& operator=(const DistributedSession&) = delete;
+
+  int rank() const;
+  int num_ranks() const;
+  // Which rank holds a node of the (transformed) graph; -1 if none.
+  int RankOf(const std::string& node) const;
+
+  // Collective: every rank calls it with the same feeds and fetches.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches, RunStats* stats = nullptr,
+                                          DistributedRunStats* remote_stats = nullptr,
+                                          const RunOptions& run_options = {});
+
+  // Collective: ends the session's use of MPI (the destructor does
+  // without it, detaching what is still in flight).
+  absl::Status Close();
+
+  class Impl;
+
+ private:
+  explicit DistributedSession(std::unique_ptr<Impl> impl);
+  absl::Status Gather(const std::vector<std::string>& fetches, std::vector<Tensor>* results);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tdf
+
+#endif  // TDF_DISTRIBUTED_H_

@@ -1,0 +1,297 @@
+// tdf::DistributedSession (tdf/distributed.h): each rank runs its partition
+// in an ordinary Session whose runs take a RemoteChannel over the MPI
+// transport; a run ends with one collective step that settles errors.
+#include "tdf/distributed.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "distributed/transport.h"
+#include "runtime/remote_channel.h"
+#include "runtime/session_access.h"
+#include "tdf/partition.h"
+#include "tdf/status.h"
+#include "tdf/transform.h"
+#include "tdf/validate.h"
+
+namespace tdf {
+namespace {
+
+using distributed::MpiTransport;
+using distributed::ReceivedToken;
+using distributed::WireToken;
+
+// The executor's RemoteChannel over the transport. It also watches for
+// other ranks' failures: one that arrives ends this rank's run with it.
+class MpiRemoteChannel : public runtime::RemoteChannel {
+ public:
+  explicit MpiRemoteChannel(MpiTransport* transport) : transport_(transport) {}
+
+  int rank() const override { return transport_->rank(); }
+
+  absl::Status Send(int dst_rank, int64_t key, absl::Span<const int64_t> tag, bool dead, bool control,
+                    const Tensor& value) override {
+    WireToken token;
+    token.key = key;
+    token.tag.assign(tag.begin(), tag.end());
+    token.dead = dead;
+    token.control = control;
+    if (!dead && !control) token.value = value;
+    return transport_->Send(dst_rank, token);
+  }
+
+  absl::StatusOr<int> Poll(absl::FunctionRef<void(runtime::RemoteArrival&)> handler) override {
+    int source = -1;
+    absl::Status failure;
+    absl::StatusOr<bool> failed = transport_->PollFailure(&source, &failure);
+    if (!failed.ok()) return failed.status();
+    if (*failed) {
+      std::lock_guard<std::mutex> lock(mu_);
+      peer_failures_.emplace_back(source, failure);
+      return failure;
+    }
+    return transport_->Poll([&](ReceivedToken&& r) {
+      runtime::RemoteArrival a;
+      a.source_rank = r.source_rank;
+      a.key = r.token.key;
+      a.tag = absl::MakeConstSpan(r.token.tag);
+      a.dead = r.token.dead;
+      a.control = r.token.control;
+      a.value = std::move(r.token.value);
+      handler(a);
+    });
+  }
+
+  // The failures of other ranks that this run received, and clears them.
+  std::vector<std::pair<int, absl::Status>> TakePeerFailures() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(peer_failures_);
+  }
+
+ private:
+  MpiTransport* transport_;
+  std::mutex mu_;
+  std::vector<std::pair<int, absl::Status>> peer_failures_;
+};
+
+// Keys of gathered fetches: far above any Send/Recv pair's (one per cut
+// edge of the graph).
+constexpr int64_t kGatherKeyBase = int64_t{1} << 62;
+
+std::string NodeOf(const std::string& ref) {
+  const size_t colon = ref.rfind(':');
+  return colon == std::string::npos ? ref : ref.substr(0, colon);
+}
+
+}  // namespace
+
+class DistributedSession::Impl {
+ public:
+  DistributedOptions options;
+  std::unique_ptr<MpiTransport> transport;
+  std::unique_ptr<MpiRemoteChannel> channel;
+  std::unique_ptr<Session> session;
+  absl::flat_hash_map<std::string, int> rank_of;  // node name -> rank
+  // A main-graph Invoke's results, as StaticizeRecursion names them.
+  absl::flat_hash_map<std::string, std::vector<std::string>> invoke_returns;
+  // Set when a run's collective end failed: the ranks are out of step.
+  std::string broken;
+  std::mutex run_mu;  // runs are collective: one at a time
+
+  // A fetch or feed as this rank's session names it, and its rank.
+  std::pair<std::string, int> Resolve(const std::string& ref) const {
+    std::string name = ref;
+    const std::string node = NodeOf(ref);
+    if (auto it = invoke_returns.find(node); it != invoke_returns.end()) {
+      const size_t colon = ref.rfind(':');
+      int port = 0;
+      if (colon != std::string::npos && !absl::SimpleAtoi(ref.substr(colon + 1), &port)) port = -1;
+      if (port >= 0 && port < static_cast<int>(it->second.size())) name = it->second[port];
+    }
+    auto r = rank_of.find(NodeOf(name));
+    // Names of no node are rank 0's to report.
+    return {name, r == rank_of.end() ? 0 : r->second};
+  }
+};
+
+DistributedSession::DistributedSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DistributedSession::~DistributedSession() = default;
+
+int DistributedSession::rank() const { return impl_->transport->rank(); }
+int DistributedSession::num_ranks() const { return impl_->transport->size(); }
+int DistributedSession::RankOf(const std::string& node) const {
+  auto it = impl_->rank_of.find(node);
+  return it == impl_->rank_of.end() ? -1 : it->second;
+}
+
+absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(const Graph& graph,
+                                                                               DistributedOptions options,
+                                                                               MPI_Comm comm) {
+  distributed::TransportOptions topts;
+  topts.comm = comm;
+  TDF_ASSIGN_OR_RETURN(std::unique_ptr<MpiTransport> transport, MpiTransport::Create(topts));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const int rank = transport->rank();
+  // Every rank builds every partition (the pass is deterministic) and
+  // keeps its own; the ranks then agree, so that none runs while another
+  // could not start.
+  absl::Status local = [&]() -> absl::Status {
+    // A frame other ranks take part in must keep its place in the label
+    // path (no tail hand-over), and a Recv's token must reach every node
+    // it feeds (no skipped dead regions): docs/distributed.md.
+    options.session.release_tail_callers = false;
+    options.session.skip_dead_branches = false;
+    if (options.session.mode != ExecutionMode::kStatic)
+      return absl::InvalidArgumentError("a distributed session runs static graphs (ExecutionMode::kStatic)");
+    TDF_RETURN_IF_ERROR(Validate(graph));
+    Graph transformed;
+    const bool calls = std::any_of(graph.node.begin(), graph.node.end(), [](const NodeDef& n) { return n.op == "Invoke"; });
+    if (calls) {
+      TDF_ASSIGN_OR_RETURN(transformed, StaticizeRecursion(graph));
+      for (const NodeDef& n : graph.node) {
+        if (n.op != "Invoke") continue;
+        const FunctionDef* f = graph.library.Find(n.GetString("function").value_or(""));
+        if (f == nullptr) continue;
+        std::vector<std::string> returns;
+        for (size_t r = 0; r < f->signature.outputs.size(); ++r) returns.push_back(absl::StrCat(n.name, "/return_", r));
+        impl->invoke_returns.emplace(n.name, std::move(returns));
+      }
+    } else {
+      transformed.node = graph.node;
+    }
+    transformed.library = FunctionLibrary();
+    PartitionOptions popts;
+    popts.num_ranks = transport->size();
+    TDF_ASSIGN_OR_RETURN(PartitionedGraph parts, PartitionGraph(transformed, popts));
+    for (size_t i = 0; i < transformed.node.size(); ++i) impl->rank_of[transformed.node[i].name] = parts.rank_of_node[i];
+    TDF_ASSIGN_OR_RETURN(impl->session, Session::Create(std::move(parts.partitions[rank]), options.session));
+    return absl::OkStatus();
+  }();
+  TDF_RETURN_IF_ERROR(transport->AgreeOnStatus(local));
+  impl->channel = std::make_unique<MpiRemoteChannel>(transport.get());
+  impl->transport = std::move(transport);
+  return std::unique_ptr<DistributedSession>(new DistributedSession(std::move(impl)));
+}
+
+absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                            const std::vector<std::string>& fetches, RunStats* stats,
+                                                            DistributedRunStats* remote_stats,
+                                                            const RunOptions& run_options) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.run_mu);
+  if (!s.broken.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", rank(), ": this session's ranks are out of step (", s.broken, "); create a new one"));
+  const int me = rank();
+  std::vector<std::pair<std::string, Tensor>> my_feeds;
+  for (const auto& [name, value] : feeds)
+    if (s.Resolve(name).second == me) my_feeds.emplace_back(name, value);
+  std::vector<std::string> my_fetches;
+  std::vector<int> where;  // fetch k -> index in my_fetches, or -1
+  for (const std::string& f : fetches) {
+    auto [name, r] = s.Resolve(f);
+    where.push_back(r == me ? static_cast<int>(my_fetches.size()) : -1);
+    if (r == me) my_fetches.push_back(name);
+  }
+  RunOptions ro = run_options;
+  if (!ro.deadline.has_value() && s.options.session.deadline == absl::InfiniteDuration())
+    ro.deadline = s.options.default_deadline;
+  const distributed::TransportCounters before = s.transport->counters();
+  absl::StatusOr<std::vector<Tensor>> out =
+      runtime::SessionAccess::Run(*s.session, ro, my_feeds, my_fetches, {}, stats, s.channel.get());
+
+  // The run's end. Failures: this rank's own (sent to every other rank),
+  // and those other ranks sent, during the run or until now.
+  std::vector<std::pair<int, absl::Status>> failures = s.channel->TakePeerFailures();
+  if (!out.ok() && failures.empty()) {
+    const absl::Status own(out.status().code(), absl::StrCat("rank ", me, ": ", out.status().message()));
+    failures.emplace_back(me, own);
+    for (int p = 0; p < num_ranks(); ++p) {
+      if (p == me) continue;
+      absl::Status sent = s.transport->SendFailure(p, own);
+      if (!sent.ok()) failures.emplace_back(me, sent);
+    }
+  }
+  int64_t late = 0;
+  absl::Status ended = s.transport->EndRun([&](ReceivedToken&&) { ++late; }, &failures,
+                                           absl::Now() + s.options.peer_timeout);
+  if (remote_stats != nullptr) {
+    const distributed::TransportCounters after = s.transport->counters();
+    remote_stats->rank = me;
+    remote_stats->tokens_sent = after.tokens_sent - before.tokens_sent;
+    remote_stats->bytes_sent = after.bytes_sent - before.bytes_sent;
+    remote_stats->tokens_received = after.tokens_received - before.tokens_received;
+    remote_stats->bytes_received = after.bytes_received - before.bytes_received;
+  }
+  if (!ended.ok()) {
+    s.broken = std::string(ended.message());
+    if (!failures.empty()) return failures.front().second;
+    return ended;
+  }
+  if (!failures.empty()) {
+    // Every rank reports the lowest failing rank's own failure: the same
+    // status everywhere, whichever failure reached a rank first.
+    auto first = std::min_element(failures.begin(), failures.end(),
+                                  [](const auto& a, const auto& b) { return a.first < b.first; });
+    return first->second;
+  }
+  if (late > 0)
+    return absl::InternalError(absl::StrCat("rank ", me, ": ", late, " tokens arrived after this rank's run ended"));
+  std::vector<Tensor> results(fetches.size());
+  for (size_t k = 0; k < fetches.size(); ++k)
+    if (where[k] >= 0) results[k] = std::move((*out)[where[k]]);
+  if (s.options.gather_fetches) {
+    absl::Status gathered = Gather(fetches, &results);
+    if (!gathered.ok()) {
+      s.broken = std::string(gathered.message());
+      return gathered;
+    }
+  }
+  return results;
+}
+
+absl::Status DistributedSession::Gather(const std::vector<std::string>& fetches, std::vector<Tensor>* results) {
+  // Each owner sends its fetched values to rank 0 after the run's end, and
+  // rank 0 receives them from that owner alone: one rank's messages arrive
+  // in order, so none of its next run's tokens can be taken instead. The
+  // next run's end counts them like any token.
+  Impl& s = *impl_;
+  const int me = rank();
+  const absl::Time deadline = absl::Now() + s.options.peer_timeout;
+  for (size_t k = 0; k < fetches.size(); ++k) {
+    const int owner = s.Resolve(fetches[k]).second;
+    if (owner == 0) continue;
+    const int64_t key = kGatherKeyBase + static_cast<int64_t>(k);
+    if (me == owner) {
+      WireToken token;
+      token.key = key;
+      token.value = (*results)[k];
+      TDF_RETURN_IF_ERROR(s.transport->Send(0, token));
+    } else if (me == 0) {
+      TDF_ASSIGN_OR_RETURN(ReceivedToken r, s.transport->ReceiveFrom(owner, deadline));
+      if (r.token.key != key || !r.token.value.valid())
+        return absl::DataLossError(absl::StrCat("rank 0: gathering fetch '", fetches[k], "' from rank ", owner,
+                                                ": got a token for key ", r.token.key));
+      (*results)[k] = std::move(r.token.value);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DistributedSession::Close() {
+  std::lock_guard<std::mutex> lock(impl_->run_mu);
+  int64_t late = 0;
+  absl::Status closed =
+      impl_->transport->Close([&](ReceivedToken&&) { ++late; }, absl::Now() + impl_->options.peer_timeout);
+  if (!closed.ok()) return closed;
+  if (late > 0)
+    return absl::InternalError(absl::StrCat("rank ", rank(), ": ", late, " tokens arrived after the last run"));
+  return absl::OkStatus();
+}
+
+}  // namespace tdf
