@@ -55,6 +55,24 @@
 
 namespace tdf {
 
+// Invocations placed by tag (docs/distributed.md, "Spread invocations"):
+// every call of `function` down to `max_depth` levels of its recursion
+// (the outermost call is level 1) runs on the rank the policy picks for
+// its tag; below that depth, invocations run on their parent's rank. The
+// caller's rank sends the arguments, the callee's rank runs the body in
+// its own frames with its own workers and sends the results back.
+struct SpreadPolicy {
+  enum class Kind {
+    kHashOfTag,   // a hash of the tag's call-site labels, modulo the ranks
+    kRoundRobin,  // the i-th invocation of a level (in tag order) on rank i % ranks
+  };
+  std::string function;
+  Kind kind = Kind::kHashOfTag;
+  // The function's body is copied once per tag above this depth (sites^depth
+  // copies): 4 to 8 suits binary recursion such as fib.
+  int max_depth = 6;
+};
+
 struct DistributedOptions {
   // Each rank's session (workers, deadline, ...). Static mode only.
   SessionOptions session;
@@ -66,6 +84,10 @@ struct DistributedOptions {
   // After a successful run, every fetched value is sent to rank 0 too, so
   // that rank 0's results are complete (other ranks keep their own).
   bool gather_fetches = false;
+  // Functions whose invocations spread over the ranks. The function's own
+  // body must name no rank; its callees other than itself keep their
+  // placement (rank 0 by default).
+  std::vector<SpreadPolicy> spread;
 };
 
 // Per-rank figures of the last run, beside its RunStats.

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "distributed/spread.h"
 #include "distributed/transport.h"
 #include "runtime/remote_channel.h"
 #include "runtime/session_access.h"
@@ -128,7 +129,7 @@ int DistributedSession::RankOf(const std::string& node) const {
   return it == impl_->rank_of.end() ? -1 : it->second;
 }
 
-absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(const Graph& graph,
+absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(const Graph& original,
                                                                                DistributedOptions options,
                                                                                MPI_Comm comm) {
   distributed::TransportOptions topts;
@@ -148,7 +149,11 @@ absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(c
     options.session.skip_dead_branches = false;
     if (options.session.mode != ExecutionMode::kStatic)
       return absl::InvalidArgumentError("a distributed session runs static graphs (ExecutionMode::kStatic)");
-    TDF_RETURN_IF_ERROR(Validate(graph));
+    TDF_RETURN_IF_ERROR(Validate(original));
+    // Spread functions become copies placed by tag (distributed/spread.h).
+    Graph graph;
+    TDF_ASSIGN_OR_RETURN(graph, distributed::SpreadInvocations(original, options.spread, transport->size()));
+    if (!options.spread.empty()) TDF_RETURN_IF_ERROR(Validate(graph));
     Graph transformed;
     const bool calls = std::any_of(graph.node.begin(), graph.node.end(), [](const NodeDef& n) { return n.op == "Invoke"; });
     if (calls) {

@@ -1,0 +1,205 @@
+// Invocations spread over ranks by tag (DistributedOptions::spread,
+// docs/distributed.md "Spread invocations"), under mpirun on 2, 3 and 4
+// ranks (tests/CMakeLists.txt): answers equal the one-process Session's,
+// every rank ends with zero live frames, the work really leaves rank 0,
+// and an error inside a remote invocation fails every rank.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/spread.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "tdf/builder.h"
+#include "tdf/distributed.h"
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using ::testing::ContainsRegex;
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+using Outs = std::vector<Output>;
+
+Feeds Ints(const std::vector<std::pair<std::string, int64_t>>& values) {
+  Feeds feeds;
+  for (const auto& [name, v] : values) feeds.emplace_back(name, Tensor::Scalar<int64_t>(v));
+  return feeds;
+}
+
+int64_t OneProcess(const Graph& graph, const Feeds& feeds) {
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(graph);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return -1;
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run(feeds, {"result"});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? (*out)[0].scalar<int64_t>() : -1;
+}
+
+// Runs `graph` with `policies` for each feed set and checks "result"
+// (gathered on rank 0) against one process, and zero live frames on every
+// rank. Returns the tokens this rank received over all runs.
+int64_t CheckSpread(const Graph& graph, const std::vector<SpreadPolicy>& policies, const std::vector<Feeds>& runs,
+                    int num_workers = 1) {
+  DistributedOptions options;
+  options.session.num_workers = num_workers;
+  options.spread = policies;
+  options.gather_fetches = true;
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(graph, options);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return 0;
+  int64_t received = 0;
+  for (const Feeds& feeds : runs) {
+    SCOPED_TRACE(absl::StrCat("feed ", feeds[0].first, " = ", feeds[0].second.scalar<int64_t>(), ", rank ",
+                              (*s)->rank()));
+    RunStats stats;
+    DistributedRunStats remote;
+    absl::StatusOr<std::vector<Tensor>> out = (*s)->Run(feeds, {"result"}, &stats, &remote);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) continue;
+    if ((*s)->rank() == 0) EXPECT_EQ((*out)[0].scalar<int64_t>(), OneProcess(graph, feeds));
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    received += remote.tokens_received;
+  }
+  EXPECT_TRUE((*s)->Close().ok());
+  return received;
+}
+
+int WorldSize() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+SpreadPolicy Hash(const std::string& fn, int depth) { return {fn, SpreadPolicy::Kind::kHashOfTag, depth}; }
+SpreadPolicy RoundRobin(const std::string& fn, int depth) { return {fn, SpreadPolicy::Kind::kRoundRobin, depth}; }
+
+TEST(DistributedSession, SpreadFib) {
+  std::vector<Feeds> runs;
+  for (int64_t n : {0, 1, 2, 5, 12, 18}) runs.push_back(Ints({{"n", n}}));
+  const int64_t received = CheckSpread(reference::Fib(), {Hash("fib", 4)}, runs);
+  // Every rank but possibly one gets invocations (the hash of 8 leaves
+  // and the levels above them reaches every rank of up to 4).
+  int got = received > 0 ? 1 : 0, ranks_with_work = 0;
+  MPI_Allreduce(&got, &ranks_with_work, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_GE(ranks_with_work, WorldSize() - 1);
+  CheckSpread(reference::Fib(), {RoundRobin("fib", 3)}, runs);
+  CheckSpread(reference::Fib(), {Hash("fib", 1)}, runs, /*num_workers=*/2);
+}
+
+TEST(DistributedSession, SpreadTak) {
+  std::vector<Feeds> runs = {Ints({{"x", 0}, {"y", 0}, {"z", 0}}), Ints({{"x", 12}, {"y", 8}, {"z", 4}}),
+                             Ints({{"x", 18}, {"y", 12}, {"z", 6}})};
+  CheckSpread(reference::Tak(), {Hash("tak", 3)}, runs);
+  CheckSpread(reference::Tak(), {RoundRobin("tak", 2)}, runs, /*num_workers=*/2);
+}
+
+TEST(DistributedSession, SpreadAck) {
+  std::vector<Feeds> runs = {Ints({{"m", 0}, {"n", 3}}), Ints({{"m", 2}, {"n", 3}}), Ints({{"m", 3}, {"n", 3}})};
+  CheckSpread(reference::Ack(), {Hash("ack", 5)}, runs);
+}
+
+// pair(n) = n <= 1 ? (1, 1) : (a + b, a) where (a, b) = pair(n - 1):
+// two results cross back from every remote invocation.
+Graph TwoResults() {
+  GraphBuilder b;
+  FunctionSignature sig{"pair", {{"n", DType::kInt64}}, {{"a", DType::kInt64}, {"b", DType::kInt64}}};
+  (void)b.DefineFunction(sig, [](GraphBuilder& f, const Outs& a) -> Outs {
+    Output n = a[0];
+    return f.Cond(
+        f.LessEqual(n, f.Const<int64_t>(1)), [&] { return Outs{f.Const<int64_t>(1), f.Const<int64_t>(1)}; },
+        [&] {
+          Outs r = f.Call("pair", {f.Sub(n, f.Const<int64_t>(1))});
+          return Outs{f.Add(r[0], r[1]), r[0]};
+        });
+  });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Outs r = b.Call("pair", {n});
+  b.Identity(b.Add(b.Mul(r[0], b.Const<int64_t>(1000000)), r[1]), "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *g : Graph{};
+}
+
+TEST(DistributedSession, SpreadTwoResults) {
+  std::vector<Feeds> runs;
+  for (int64_t n : {0, 1, 2, 7, 20}) runs.push_back(Ints({{"n", n}}));
+  CheckSpread(TwoResults(), {RoundRobin("pair", 6)}, runs);
+  CheckSpread(TwoResults(), {Hash("pair", 3)}, runs);
+}
+
+TEST(DistributedSession, SpreadLoopInsideRecursion) {
+  std::vector<Feeds> runs;
+  for (int64_t n : {0, 1, 4, 9}) runs.push_back(Ints({{"n", n}}));
+  // The recursive function spread; its loop function wherever it is.
+  CheckSpread(reference::WhileInFunction(), {Hash("f", 3)}, runs);
+  // Both spread: each loopsum call runs on the rank of its tag.
+  CheckSpread(reference::WhileInFunction(), {RoundRobin("f", 4), Hash("loopsum", 1)}, runs, /*num_workers=*/2);
+}
+
+// down(n) = n <= 0 ? 10 / n : down(n - 1): divides by zero at the bottom.
+Graph DividesByZeroAtTheBottom() {
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"down", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs {
+                           Output n = a[0];
+                           return f.Cond(
+                               f.LessEqual(n, f.Const<int64_t>(0)),
+                               [&] { return Outs{f.Div(f.Const<int64_t>(10), n)}; },
+                               [&] { return f.Call("down", {f.Sub(n, f.Const<int64_t>(1))}); });
+                         });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("down", {n})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *g : Graph{};
+}
+
+TEST(DistributedSession, SpreadErrorInARemoteInvocationFailsEveryRank) {
+  DistributedOptions options;
+  // Round robin would put every level of this linear recursion (one
+  // invocation per level) on rank 0: hash instead.
+  options.spread = {Hash("down", 8)};
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(DividesByZeroAtTheBottom(), options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RunStats stats;
+    absl::StatusOr<std::vector<Tensor>> out = (*s)->Run(Ints({{"n", 5}}), {"result"}, &stats);
+    ASSERT_FALSE(out.ok());
+    if (std::getenv("TDF_TEST_VERBOSE") != nullptr) std::fprintf(stderr, "%s\n", out.status().ToString().c_str());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    EXPECT_THAT(std::string(out.status().message()),
+                ContainsRegex("^rank [0-9]+: node 'down__[^']*' \\(Div\\) at tag \\[[0-9, ]+\\]: .*integer division by zero"));
+  }
+  // The session goes on, and the failed runs' frames are gone (a failed
+  // run's RunStats count the frames it left, which the run then frees).
+  RunStats stats;
+  absl::StatusOr<std::vector<Tensor>> good = (*s)->Run(Ints({{"n", -2}}), {"result"}, &stats);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(stats.live_frames_after_run, 0);
+  EXPECT_TRUE((*s)->Close().ok());
+}
+
+TEST(DistributedSession, SpreadRefusesBadPolicies) {
+  DistributedOptions options;
+  options.spread = {Hash("nope", 2)};
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(reference::Fib(), options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), ContainsRegex("no function 'nope'"));
+  options.spread = {Hash("fib", 0)};
+  EXPECT_FALSE(DistributedSession::Create(reference::Fib(), options).ok());
+  options.spread = {Hash("fib", 40)};
+  s = DistributedSession::Create(reference::Fib(), options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), ContainsRegex("copies"));
+}
+
+}  // namespace
+}  // namespace tdf
