@@ -1,0 +1,205 @@
+// tdf_distributed_bench (issue #29 benchmarks): under mpirun,
+//
+//   mpirun -np 2 bench/tdf_distributed_bench            # every case
+//   mpirun -np 4 --oversubscribe bench/tdf_distributed_bench --fib=32 --tak
+//
+// - "remote call": a loop of N iterations, each calling id(x) = x + 1
+//   placed wholly on the last rank (Call -> body on another rank ->
+//   Return), against the same graph run by a one-process Session on rank 0;
+//   µs per call is the difference per iteration (needs 2 ranks or more).
+// - "spread": fib(n) and tak(24,16,8) with DistributedOptions::spread
+//   (hash of the tag, or --round-robin, to --depth levels; tak to at most
+//   3), one worker per rank; each
+//   result is checked against native C++. Run it with -np 1, 2 and 4 and
+//   compare the times: on one rank the graph is the plain program.
+//
+// Prints one line per case on rank 0: the best of --reps runs, and the
+// load average, since this machine is shared.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "tdf/builder.h"
+#include "tdf/distributed.h"
+#include "tdf/reference_programs.h"
+#include "tdf/session.h"
+
+namespace tdf {
+namespace {
+
+using Outs = std::vector<Output>;
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+double LoadAverage() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// s = 0; i = 0; while (i < n) { s += id(i); i++ } with id placed on `rank`.
+Graph CallLoop(int rank) {
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"id", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Outs out = b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                     [&](const Outs& v) {
+                       return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], b.Call("id", {v[0]})[0])};
+                     },
+                     {b.Const<int64_t>(0), b.Const<int64_t>(0)});
+  b.Identity(out[1], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  if (!g.ok()) {
+    std::fprintf(stderr, "%s\n", g.status().ToString().c_str());
+    std::exit(1);
+  }
+  FunctionDef* f = g->library.FindMutable("id");
+  for (NodeDef& node : f->node) node.device = "rank:" + std::to_string(rank);
+  return *g;
+}
+
+// Best seconds of `reps` collective runs; checks "result" on rank 0.
+double TimeRuns(DistributedSession& s, const Feeds& feeds, int64_t expected, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = Now();
+    const std::clock_t c0 = std::clock();
+    RunStats stats;
+    DistributedRunStats remote;
+    absl::StatusOr<std::vector<Tensor>> out = s.Run(feeds, {"result"}, &stats, &remote);
+    const double t = Now() - t0;
+    // TDF_BENCH_VERBOSE: how the work fell on the ranks.
+    if (std::getenv("TDF_BENCH_VERBOSE") != nullptr)
+      std::fprintf(stderr, "rank %d: %.3f s (%.3f s CPU), %lld firings, %lld tokens sent, %lld received\n", s.rank(), t,
+                   static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC, static_cast<long long>(stats.firings), static_cast<long long>(remote.tokens_sent),
+                   static_cast<long long>(remote.tokens_received));
+    if (!out.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", s.rank(), out.status().ToString().c_str());
+      std::exit(1);
+    }
+    if (s.rank() == 0 && (*out)[0].scalar<int64_t>() != expected) {
+      std::fprintf(stderr, "wrong result %lld, expected %lld\n", static_cast<long long>((*out)[0].scalar<int64_t>()),
+                   static_cast<long long>(expected));
+      std::exit(1);
+    }
+    best = std::min(best, t);
+  }
+  return best;
+}
+
+std::unique_ptr<DistributedSession> CreateOrDie(const Graph& g, const DistributedOptions& options) {
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g, options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(s);
+}
+
+void RemoteCall(int rank, int size, int64_t calls, int reps) {
+  if (size < 2) return;
+  DistributedOptions options;
+  options.session.num_workers = 1;
+  options.gather_fetches = true;
+  const Graph g = CallLoop(size - 1);
+  const int64_t expected = calls * (calls + 1) / 2;
+  std::unique_ptr<DistributedSession> s = CreateOrDie(g, options);
+  const double remote = TimeRuns(*s, {{"n", Tensor::Scalar<int64_t>(calls)}}, expected, reps);
+  (void)s->Close();
+  if (rank != 0) return;
+  SessionOptions local_options;
+  local_options.num_workers = 1;
+  std::unique_ptr<Session> local = *Session::Create(g, local_options);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = Now();
+    (void)local->Run({{"n", Tensor::Scalar<int64_t>(calls)}}, {"result"});
+    best = std::min(best, Now() - t0);
+  }
+  std::printf("remote call  %d ranks  %lld calls: %.2f us/iteration across ranks, %.2f us one process, "
+              "%.2f us/call round trip  (load %.1f)\n",
+              size, static_cast<long long>(calls), remote / calls * 1e6, best / calls * 1e6,
+              (remote - best) / calls * 1e6, LoadAverage());
+}
+
+void Spread(int rank, int size, const char* label, const Graph& g, const std::string& fn, const Feeds& feeds,
+            int64_t expected, int depth, bool round_robin, int reps) {
+  DistributedOptions options;
+  options.session.num_workers = 1;
+  options.gather_fetches = true;
+  options.spread = {{fn, round_robin ? SpreadPolicy::Kind::kRoundRobin : SpreadPolicy::Kind::kHashOfTag, depth}};
+  std::unique_ptr<DistributedSession> s = CreateOrDie(g, options);
+  const double t = TimeRuns(*s, feeds, expected, reps);
+  (void)s->Close();
+  if (rank == 0)
+    std::printf("spread %-14s %d ranks  %s depth %d  1 worker each: %.3f s  (checked; load %.1f)\n", label, size, round_robin ? "round robin" : "hash", depth, t,
+                LoadAverage());
+}
+
+}  // namespace
+}  // namespace tdf
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<int64_t> fibs = {25, 28};
+  bool tak = false, call = true, round_robin = false;
+  int depth = 6, reps = 3;
+  int64_t calls = 20000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--fib=", 0) == 0) {
+      fibs.clear();
+      for (absl::string_view v : absl::StrSplit(a.substr(6), ',', absl::SkipEmpty())) {
+        int64_t n = 0;
+        if (absl::SimpleAtoi(v, &n)) fibs.push_back(n);
+      }
+    } else if (a == "--tak") {
+      tak = true;
+    } else if (a == "--round-robin") {
+      round_robin = true;
+    } else if (a == "--no-call") {
+      call = false;
+    } else if (a.rfind("--depth=", 0) == 0) {
+      depth = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("--reps=", 0) == 0) {
+      reps = std::atoi(a.c_str() + 7);
+    } else if (a.rfind("--calls=", 0) == 0) {
+      calls = std::atoll(a.c_str() + 8);
+    } else {
+      if (rank == 0) std::fprintf(stderr, "unknown flag %s\n", a.c_str());
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  if (call) tdf::RemoteCall(rank, size, calls, reps);
+  for (int64_t n : fibs)
+    tdf::Spread(rank, size, ("fib(" + std::to_string(n) + ")").c_str(), tdf::reference::Fib(), "fib",
+                {{"n", tdf::Tensor::Scalar<int64_t>(n)}}, tdf::reference::NativeFib(n), depth, round_robin, reps);
+  if (tak)
+    tdf::Spread(rank, size, "tak(24,16,8)", tdf::reference::Tak(), "tak",
+                {{"x", tdf::Tensor::Scalar<int64_t>(24)},
+                 {"y", tdf::Tensor::Scalar<int64_t>(16)},
+                 {"z", tdf::Tensor::Scalar<int64_t>(8)}},
+                tdf::reference::NativeTak(24, 16, 8), std::min(depth, 3), round_robin, reps);
+  MPI_Finalize();
+  return 0;
+}
