@@ -7,6 +7,7 @@
 //   tdf run FILE --feed n=30 [--feed x=1.5] --fetch result [--target NODE]
 //                [--workers N] [--mode static|dynamic] [--trace out.json] [--stats]
 //                [--runs N] [--restore CKPT] [--save CKPT] [--gpu]
+//   mpirun -np N tdf run FILE --feed ... --fetch ... [--spread FUNCTION[:DEPTH[:hash|round-robin]]]
 //   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
 //
 // FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
@@ -43,6 +44,9 @@
 #include "tdf/status.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
+#ifdef TDF_CLI_WITH_MPI
+#include "mpi_run.h"
+#endif
 
 namespace {
 
@@ -62,6 +66,7 @@ constexpr char kUsage[] =
     "      [--workers N] [--mode static|dynamic] [--trace OUT.json] [--stats]\n"
     "      [--runs N] [--restore CKPT] [--save CKPT] [--gpu]\n"
     "      [--deadline DURATION] [--max-depth N] [--max-frames N]\n"
+    "      [--spread FUNCTION[:DEPTH[:hash|round-robin]]...]  (under mpirun)\n"
     "                                      run what the fetches and targets need and\n"
     "                                      print the fetched tensors (of the last of N\n"
     "                                      runs); variables from / to a checkpoint;\n"
@@ -420,6 +425,21 @@ int Run(const Args& args) {
     feeds.emplace_back(name, *std::move(value));
   }
 
+  // Under mpirun (a build with MPI): every rank runs the graph
+  // collectively, placed by its ranks and spread by --spread.
+  const std::vector<std::string> spread = args.All("--spread");
+#ifdef TDF_CLI_WITH_MPI
+  if (!spread.empty() || tdf_cli::UnderMpirun()) {
+    for (const char* flag : {"--target", "--restore", "--save", "--trace"})
+      if (args.Has(flag)) return Usage("run", absl::StrCat(flag, " is not supported across ranks"));
+    absl::Status across = tdf_cli::RunAcrossRanks(
+        *graph, feeds, fetches, options, spread, runs, [](const tdf::Tensor& t) { return FormatTensor(t); },
+        args.Has("--stats") ? std::function<void(const tdf::RunStats&)>(PrintStats) : nullptr);
+    return across.ok() ? kOk : Fail(across);
+  }
+#else
+  if (!spread.empty()) return Usage("run", "--spread needs a tdf built with MPI (TDF_ENABLE_MPI)");
+#endif
   absl::StatusOr<std::unique_ptr<tdf::Session>> session = tdf::Session::Create(*graph, options);
   if (!session.ok()) return Fail(session.status());
   if (const std::string restore = args.Get("--restore"); !restore.empty()) {
@@ -493,7 +513,7 @@ int main(int argc, char** argv) {
       {"partition", {{"-o", "--ranks"}, {}, Partition}},
       {"run",
        {{"--feed", "--fetch", "--target", "--workers", "--mode", "--trace", "--runs", "--restore", "--save",
-         "--deadline", "--max-depth", "--max-frames"},
+         "--deadline", "--max-depth", "--max-frames", "--spread"},
         {"--stats", "--gpu"},
         Run}},
       {"reference", {{"-o"}, {}, Reference}},
