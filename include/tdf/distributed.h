@@ -28,11 +28,9 @@
 // rank that is gone for good leaves the session unusable (FailedPrecondition
 // on later runs), never a hang. A failed run leaves the session usable.
 //
-// What runs across ranks so far: cut edges of the main graph (a function
-// or a loop placed wholly on one rank, called or entered from another,
-// included). Cut edges inside loop or function bodies are refused at
-// Create with Unimplemented (docs/distributed.md, "What exists, what comes
-// next").
+// What runs across ranks: docs/distributed.md, "What exists, what comes
+// next": the main graph and function and loop bodies cut anywhere, and
+// invocations spread over the ranks by their tag (DistributedOptions::spread).
 //
 // MPI: if MPI is not initialized, Create initializes it (with
 // MPI_THREAD_MULTIPLE) and tdf finalizes it at exit; an application that
