@@ -93,6 +93,32 @@ TEST(DistributedSession, SpreadFib) {
   CheckSpread(reference::Fib(), {Hash("fib", 1)}, runs, /*num_workers=*/2);
 }
 
+// Frames created on every rank together by one run of fib(n), spread.
+int64_t FramesOnAllRanks(DistributedSession& s, int64_t n) {
+  RunStats stats;
+  absl::StatusOr<std::vector<Tensor>> out = s.Run(Ints({{"n", n}}), {"result"}, &stats);
+  EXPECT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(stats.live_frames_after_run, 0);
+  int64_t mine = stats.frames_created, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return all;
+}
+
+TEST(DistributedSession, SpreadDeadCallsMakeNoRemoteInvocation) {
+  // fib(1) is fib's base case: both recursive calls fire dead, so no rank
+  // creates a level-2 frame; fib(2) makes two live calls, which do.
+  DistributedOptions options;
+  options.spread = {Hash("fib", 4)};
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(reference::Fib(), options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const int64_t base = FramesOnAllRanks(**s, 1);
+  // A root per rank, and the level-1 invocation on each rank taking part.
+  EXPECT_LE(base, 2 * WorldSize());
+  EXPECT_EQ(FramesOnAllRanks(**s, 0), base);
+  EXPECT_GT(FramesOnAllRanks(**s, 2), base);
+  EXPECT_TRUE((*s)->Close().ok());
+}
+
 TEST(DistributedSession, SpreadTak) {
   std::vector<Feeds> runs = {Ints({{"x", 0}, {"y", 0}, {"z", 0}}), Ints({{"x", 12}, {"y", 8}, {"z", 4}}),
                              Ints({{"x", 18}, {"y", 12}, {"z", 6}})};
