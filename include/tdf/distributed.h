@@ -69,6 +69,10 @@ struct SpreadPolicy {
   // The function's body is copied once per tag above this depth (sites^depth
   // copies): 4 to 8 suits binary recursion such as fib.
   int max_depth = 6;
+  // The ranks to spread over, in the policy's order (a hash or counter i
+  // picks ranks[i % size]); empty: every rank of the session. With node
+  // placement: a main graph on rank 0 whose recursion runs on ranks 1-3.
+  std::vector<int> ranks;
 };
 
 struct DistributedOptions {

@@ -79,6 +79,10 @@ absl::StatusOr<Graph> SpreadInvocations(const Graph& graph, const std::vector<Sp
     if (p.max_depth < 1)
       return absl::InvalidArgumentError(
           absl::StrCat("spread '", p.function, "': max_depth ", p.max_depth, " (at least 1)"));
+    for (int r : p.ranks)
+      if (r < 0 || r >= num_ranks)
+        return absl::InvalidArgumentError(
+            absl::StrCat("spread '", p.function, "': rank ", r, " is not a rank of this session (", num_ranks, ")"));
     if (!seen.insert(p.function).second)
       return absl::InvalidArgumentError(absl::StrCat("spread: function '", p.function, "' named twice"));
   }
@@ -86,6 +90,7 @@ absl::StatusOr<Graph> SpreadInvocations(const Graph& graph, const std::vector<Sp
   Graph out = graph;
   for (const SpreadPolicy& p : policies) {
     const FunctionDef f = *out.library.Find(p.function);
+    const int spread_over = p.ranks.empty() ? num_ranks : static_cast<int>(p.ranks.size());
     int sites = 0;
     for (const NodeDef& n : f.node) sites += CallsFunction(n, p.function) ? 1 : 0;
     // Redirect every call of the function from outside it: external site e
@@ -119,8 +124,9 @@ absl::StatusOr<Graph> SpreadInvocations(const Graph& graph, const std::vector<Sp
       std::vector<std::vector<int>> next;
       int64_t round_robin = 0;
       for (const std::vector<int>& path : level) {
-        const int rank = p.kind == SpreadPolicy::Kind::kRoundRobin ? static_cast<int>(round_robin++ % num_ranks)
-                                                                   : HashRank(path, num_ranks);
+        const int pick = p.kind == SpreadPolicy::Kind::kRoundRobin ? static_cast<int>(round_robin++ % spread_over)
+                                                                   : HashRank(path, spread_over);
+        const int rank = p.ranks.empty() ? pick : p.ranks[pick];
         const bool last = depth == p.max_depth;
         if (last) locals.insert(rank);
         TDF_ASSIGN_OR_RETURN(std::vector<NodeDef> body, PlaceBody(f, rank, [&](int site) {

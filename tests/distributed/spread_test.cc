@@ -119,6 +119,29 @@ TEST(DistributedSession, SpreadDeadCallsMakeNoRemoteInvocation) {
   EXPECT_TRUE((*s)->Close().ok());
 }
 
+TEST(DistributedSession, SpreadOverSomeRanks) {
+  // The main graph on rank 0, fib's invocations over ranks 1.. only: rank
+  // 0 fires its few main-graph nodes and none of fib's.
+  SpreadPolicy policy = Hash("fib", 4);
+  for (int r = 1; r < WorldSize(); ++r) policy.ranks.push_back(r);
+  std::vector<Feeds> runs;
+  for (int64_t n : {0, 3, 15}) runs.push_back(Ints({{"n", n}}));
+  CheckSpread(reference::Fib(), {policy}, runs);
+  DistributedOptions options;
+  options.spread = {policy};
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(reference::Fib(), options);
+  ASSERT_TRUE(s.ok()) << s.status();
+  RunStats stats;
+  ASSERT_TRUE((*s)->Run(Ints({{"n", 15}}), {"result"}, &stats).ok());
+  if ((*s)->rank() == 0) EXPECT_LT(stats.firings, 20) << "fib(15) makes 1973 invocations";
+  EXPECT_TRUE((*s)->Close().ok());
+  // A rank the session does not have is refused.
+  options.spread[0].ranks = {WorldSize()};
+  s = DistributedSession::Create(reference::Fib(), options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), ContainsRegex("is not a rank of this session"));
+}
+
 TEST(DistributedSession, SpreadTak) {
   std::vector<Feeds> runs = {Ints({{"x", 0}, {"y", 0}, {"z", 0}}), Ints({{"x", 12}, {"y", 8}, {"z", 4}}),
                              Ints({{"x", 18}, {"y", 12}, {"z", 6}})};
