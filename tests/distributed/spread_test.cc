@@ -192,6 +192,23 @@ TEST(DistributedSession, SpreadLoopInsideRecursion) {
   CheckSpread(reference::WhileInFunction(), {RoundRobin("f", 4), Hash("loopsum", 1)}, runs, /*num_workers=*/2);
 }
 
+TEST(DistributedSession, SpreadMoreReferencePrograms) {
+  // A recursive call inside a loop (its site is in the main graph's loop
+  // body: every iteration's call goes to the rank of that site's tag).
+  std::vector<Feeds> loop_runs;
+  for (int64_t n : {0, 3, 12}) loop_runs.push_back(Ints({{"n", n}}));
+  CheckSpread(reference::CallInWhile(), {Hash("fib", 3)}, loop_runs);
+  // Nested calls, mc91(mc91(n + 11)): a call's argument is another
+  // call's result, from another rank.
+  std::vector<Feeds> mc_runs;
+  for (int64_t n : {0, 87, 100, 105}) mc_runs.push_back(Ints({{"n", n}}));
+  CheckSpread(reference::McCarthy91(), {Hash("mc91", 5)}, mc_runs);
+  // A deep linear recursion, spread for 3 levels then local.
+  std::vector<Feeds> sum_runs;
+  for (int64_t n : {0, 2, 500}) sum_runs.push_back(Ints({{"n", n}}));
+  CheckSpread(reference::Sum(), {RoundRobin("sum", 3)}, sum_runs);
+}
+
 // down(n) = n <= 0 ? 10 / n : down(n - 1): divides by zero at the bottom.
 Graph DividesByZeroAtTheBottom() {
   GraphBuilder b;
