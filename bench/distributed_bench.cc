@@ -159,7 +159,11 @@ void Spread(int rank, int size, const char* label, const Graph& g, const std::st
   DistributedOptions options;
   options.session.num_workers = 1;
   options.gather_fetches = true;
-  options.spread = {{fn, round_robin ? SpreadPolicy::Kind::kRoundRobin : SpreadPolicy::Kind::kHashOfTag, depth}};
+  SpreadPolicy policy;
+  policy.function = fn;
+  policy.kind = round_robin ? SpreadPolicy::Kind::kRoundRobin : SpreadPolicy::Kind::kHashOfTag;
+  policy.max_depth = depth;
+  options.spread = {policy};
   const double c0 = Now();
   std::unique_ptr<DistributedSession> s = CreateOrDie(g, options);
   const double created = Now() - c0;

@@ -77,8 +77,15 @@ int WorldSize() {
   return size;
 }
 
-SpreadPolicy Hash(const std::string& fn, int depth) { return {fn, SpreadPolicy::Kind::kHashOfTag, depth}; }
-SpreadPolicy RoundRobin(const std::string& fn, int depth) { return {fn, SpreadPolicy::Kind::kRoundRobin, depth}; }
+SpreadPolicy Policy(const std::string& fn, SpreadPolicy::Kind kind, int depth) {
+  SpreadPolicy p;
+  p.function = fn;
+  p.kind = kind;
+  p.max_depth = depth;
+  return p;
+}
+SpreadPolicy Hash(const std::string& fn, int depth) { return Policy(fn, SpreadPolicy::Kind::kHashOfTag, depth); }
+SpreadPolicy RoundRobin(const std::string& fn, int depth) { return Policy(fn, SpreadPolicy::Kind::kRoundRobin, depth); }
 
 TEST(DistributedSession, SpreadFib) {
   std::vector<Feeds> runs;
