@@ -230,6 +230,22 @@ class Session {
   // paired forward and backward calls that AddGradients makes.
   static absl::StatusOr<std::unique_ptr<Session>> Create(const Graph& graph, SessionOptions options = {});
   static absl::StatusOr<std::unique_ptr<Session>> Create(Graph&& graph, SessionOptions options = {});
+  // Waits until the frames of this session's failed runs are freed (see
+  // Run), then gives memory back as follows.
+  //
+  // Memory policy. The frames a run frees are kept for later runs, of any
+  // session: by the run's workers (up to 4096 per function, until the run
+  // ends), then by the thread (up to 4096 of a size; all threads' pools
+  // together at most 64 MiB), then by a process-wide depot (up to 256 MiB);
+  // past that they go back to malloc. When the last Session of the process
+  // is destroyed, the depot and the destroying thread's pool are freed. And
+  // when a Session is destroyed after frames have taken 64 MiB or more from
+  // malloc since memory was last given back (or emptying the caches freed
+  // that much), malloc_trim(0) returns the free pages of every malloc arena
+  // to the system: deep recursions run from several threads leave most of
+  // their memory in those threads' arenas (8 threads of sum(10^6): 1.1 GB
+  // of RSS after the Session was gone, 0.27 GB of it in use; now 13 MB). A
+  // session that lives on keeps what it has, within the bounds above.
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

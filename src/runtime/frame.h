@@ -180,6 +180,25 @@ Frame* AllocateFrame(const ExecBlock& block);
 void ReleaseFrameTensors(Frame* frame);
 // Releases the tokens still in the frame and frees its memory.
 void FreeFrame(Frame* frame);
+// Gives frame memory back (issue #26, item 8). With `empty_caches`, frees
+// the frames the process-wide depot and this thread's pool keep. Then, if
+// that freed 64 MiB or more, or frames have taken that much from malloc
+// since memory was last given back, asks malloc to return the free pages
+// of all its arenas to the system (malloc_trim): threads that each ran deep
+// recursions leave most of their frames' memory in their own malloc arenas.
+void ReleaseFrameMemory(bool empty_caches);
+
+// What all threads' frame pools keep together, at most (to within 1 MiB a
+// thread): past it, a thread whose pool grows hands it to the depot.
+constexpr int64_t kThreadPoolsMaxBytes = int64_t{64} << 20;
+
+// What the frame caches keep, in bytes: the process-wide depot, and all
+// threads' pools together as they last published it (each within 1 MiB).
+struct CachedFrameBytes {
+  int64_t depot = 0;
+  int64_t thread_pools = 0;
+};
+CachedFrameBytes CachedFrameMemory();
 
 }  // namespace runtime
 }  // namespace tdf

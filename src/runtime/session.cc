@@ -1,6 +1,7 @@
 #include "tdf/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/executable.h"
 #include "runtime/executor.h"
+#include "runtime/frame.h"
 #include "runtime/session_access.h"
 #include "runtime/state_kernels.h"
 #include "tdf/placement.h"
@@ -65,10 +67,25 @@ std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(
 
 }  // namespace
 
-Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
-    : options_(std::move(options)), impl_(std::move(impl)) {}
+namespace {
 
-Session::~Session() = default;
+// Sessions alive in the process: the last one to go empties the frame
+// caches, which only runs of a session can use.
+std::atomic<int64_t> live_sessions{0};
+
+}  // namespace
+
+Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
+    : options_(std::move(options)), impl_(std::move(impl)) {
+  live_sessions.fetch_add(1, std::memory_order_relaxed);
+}
+
+Session::~Session() {
+  // The executor waits until the frames of its failed runs are freed
+  // (runtime/frame_reclaimer.h); then the memory policy of session.h.
+  impl_.reset();
+  runtime::ReleaseFrameMemory(/*empty_caches=*/live_sessions.fetch_sub(1, std::memory_order_acq_rel) == 1);
+}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, SessionOptions options) {
   return CreateFrom(graph, nullptr, std::move(options));
