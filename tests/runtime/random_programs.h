@@ -38,6 +38,14 @@ enum class Kind {
   // A Merge of two copies of its kid, both live: the first wins (the same
   // value), and no forwarding may take it for a Cond's exclusive Merge.
   kMergeTwice,
+  // A While of `loop_vars` variables from `value` on: the first a counter,
+  // the others carried. kids: each variable's initial value; the condition
+  // (counter < a constant, perhaps && a predicate); the counter's next
+  // value (counter + 1 or 2); the carried variables' next values (one node
+  // of arity loop_vars - 1); then the node that yields the loop's values,
+  // in which the variables hold their final values. The condition and the
+  // next values see the variables of the current iteration.
+  kLoop,
 };
 enum BinaryOp : int64_t { kAdd, kSub, kMul, kMaximum, kMinimum, kNumBinaryOps };
 enum CompareOp : int64_t { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual, kNumCompareOps };
@@ -48,7 +56,16 @@ struct Node {
   int callee = -1;
   int arity = 1;  // how many values it yields
   std::vector<int> kids;  // indices into Program::nodes
+  int loop_vars = 0;            // kLoop
+  int parallel_iterations = 10; // kLoop
 };
+
+// kLoop's kids, by role.
+inline int LoopInit(const Node& n, int var) { return n.kids[var]; }
+inline int LoopCondition(const Node& n) { return n.kids[n.loop_vars]; }
+inline int LoopNextCounter(const Node& n) { return n.kids[n.loop_vars + 1]; }
+inline int LoopNextCarried(const Node& n) { return n.kids[n.loop_vars + 2]; }
+inline int LoopAfter(const Node& n) { return n.kids[n.loop_vars + 3]; }
 
 struct Function {
   int num_args = 1;
@@ -59,9 +76,21 @@ struct Function {
   int num_vars = 0;
 };
 
+// Main calls f0 once, or from a While: `iterations` times, in iteration i
+// with each argument either main's input or (where it varies) min(n, i) for
+// the depth argument (never negative, at most n) and a + i for another; each of
+// f0's results r gives acc_r = acc_r * 3 + r (every iteration counts, in
+// order); main's results are the accs.
+struct MainLoop {
+  int iterations = 0;  // 0: no loop, one call
+  int parallel_iterations = 10;
+  std::vector<bool> varies;  // per argument of f0
+};
+
 struct Program {
   std::vector<Node> nodes;
   std::vector<Function> functions;  // functions[0] is the one main calls
+  MainLoop main_loop;
 };
 
 inline std::string FunctionName(int f) { return absl::StrCat("f", f); }
@@ -85,6 +114,21 @@ class Printer {
       for (int i = 0; i < fn.num_args; ++i) args.push_back(ArgName(fn, i));
       absl::StrAppend(&out, FunctionName(f), "(", absl::StrJoin(args, ", "), ") -> ", fn.num_results,
                       fn.num_results == 1 ? " result" : " results", " = ", Print(fn.body, fn), "\n");
+    }
+    const MainLoop& loop = p_.main_loop;
+    const Function& entry = p_.functions[0];
+    std::vector<std::string> args;
+    for (int i = 0; i < entry.num_args; ++i) {
+      const std::string a = ArgName(entry, i);
+      const bool varies = loop.iterations > 0 && loop.varies[i];
+      args.push_back(!varies ? a : i == entry.depth_arg ? "min(n, i)" : absl::StrCat("(", a, " + i)"));
+    }
+    const std::string call = absl::StrCat(FunctionName(0), "(", absl::StrJoin(args, ", "), ")");
+    if (loop.iterations == 0) {
+      absl::StrAppend(&out, "main = ", call, "\n");
+    } else {
+      absl::StrAppend(&out, "main = for i in [0, ", loop.iterations, ") (parallel_iterations ",
+                      loop.parallel_iterations, "): acc = acc * 3 + ", call, "\n");
     }
     return out;
   }
@@ -132,6 +176,17 @@ class Printer {
         return absl::StrCat("(", absl::StrJoin(out, ", "), ")");
       }
       case Kind::kMergeTwice: return absl::StrCat("merge_twice(", kid(0), ")");
+      case Kind::kLoop: {
+        std::vector<std::string> vars, inits;
+        for (int v = 0; v < n.loop_vars; ++v) {
+          vars.push_back(absl::StrCat("v", n.value + v));
+          inits.push_back(Print(LoopInit(n, v), fn));
+        }
+        return absl::StrCat("{(", absl::StrJoin(vars, ", "), ") = loop from (", absl::StrJoin(inits, ", "),
+                            ") while ", Print(LoopCondition(n), fn), " next (", Print(LoopNextCounter(n), fn),
+                            "; ", Print(LoopNextCarried(n), fn), ") parallel_iterations ", n.parallel_iterations,
+                            "; ", Print(LoopAfter(n), fn), "}");
+      }
     }
     return "?";
   }
@@ -145,6 +200,8 @@ class Printer {
 // and passes n - 1 (n - 2 to callees whose guard is n <= 0); elsewhere it
 // names only a later function and passes n on, so every cycle of calls
 // decreases n. A function with the n == 0 guard only ever sees n >= 0.
+// Loops end: each counts from -1 or more (n is never below -1) up to a
+// constant of at most 3, and they nest two deep at most.
 
 class Generator {
  public:
@@ -175,12 +232,16 @@ class Generator {
     bool recursive = false;  // on a guard's recursive side: n >= 1
     std::vector<int> vars;   // integers
     std::vector<SharedPred> preds;
+    int loop_depth = 0;      // loops around this node (in its function)
   };
 
   Program Attempt() {
     p_ = Program{};
     call_sites_ = 0;
     entry_call_sites_ = 0;
+    // Some programs without loops, so that the shapes of recursion alone
+    // keep their share.
+    loops_allowed_ = Chance(65);
     const int64_t roll = Int(0, 99);
     const int num_functions = roll < 40 ? 1 : roll < 75 ? 2 : 3;
     for (int f = 0; f < num_functions; ++f) {
@@ -195,10 +256,20 @@ class Generator {
       fn_ = f;
       next_var_ = 0;
       sites_left_ = static_cast<int>(Int(1, 3));  // bounds the branching of the recursion
+      loops_left_ = 3;  // bounds the size of a body
       const int body = Gen(p_.functions[f].num_results, 0, Scope{});
       p_.functions[f].body = body;
       p_.functions[f].num_vars = next_var_;
       if (f == 0) entry_call_sites_ = call_sites_;
+    }
+    if (Chance(30)) {
+      // More iterations than the loop lets run at once, so that its window
+      // fills and waits for calls to end (issue #26 item 1's stall).
+      MainLoop& loop = p_.main_loop;
+      loop.iterations = static_cast<int>(Int(10, 30));
+      const int64_t window = Int(0, 99);
+      loop.parallel_iterations = window < 30 ? 1 : window < 60 ? 2 : window < 80 ? static_cast<int>(Int(3, 8)) : 10;
+      for (int i = 0; i < p_.functions[0].num_args; ++i) loop.varies.push_back(Chance(50));
     }
     return std::move(p_);
   }
@@ -229,6 +300,7 @@ class Generator {
   int Gen(int arity, int depth, const Scope& s) {
     if (!s.recursive && depth < kMaxDepth && Chance(depth == 0 ? 75 : 20)) return Guard(arity, depth, s);
     if (depth >= kMaxDepth) return arity == 1 ? Leaf(s) : Tuple(arity, depth, s);
+    if (CanLoop(depth, s) && Chance(s.loop_depth > 0 ? 20 : 12)) return Loop(arity, depth, s);
     const int64_t roll = Int(0, 99);
     if (arity == 1) {
       if (roll < 28) return Leaf(s);
@@ -328,10 +400,98 @@ class Generator {
   int If(int arity, int depth, const Scope& s) {
     if (!s.preds.empty() && Chance(40))
       return IfOn(s.preds[Int(0, static_cast<int64_t>(s.preds.size()) - 1)], arity, depth, s);
-    const int pred = Pred(depth + 1, s);
-    const int then_side = Gen(arity, depth + 1, s);
-    const int else_side = Gen(arity, depth + 1, s);
+    int pred;
+    int loop_side = 0;  // 1: then, 2: else
+    if (CanLoop(depth + 1, s) && Chance(20)) {
+      // On a loop's result, often with another loop in a branch:
+      // L(n) >= 4 ? L(n) : 0 (issue #26 item 1).
+      const int loop = Loop(1, depth + 1, s);
+      const int other = Chance(50) ? Leaf(Kind::kConst, Int(-2, 4)) : Leaf(s);
+      pred = Add(Node{Kind::kCompare, Int(0, kNumCompareOps - 1), -1, 1, {loop, other}});
+      loop_side = static_cast<int>(Int(0, 2));
+    } else {
+      pred = Pred(depth + 1, s);
+    }
+    auto side = [&](int which) {
+      return loop_side == which && CanLoop(depth + 1, s) ? Loop(arity, depth + 1, s) : Gen(arity, depth + 1, s);
+    };
+    const int then_side = side(1);
+    const int else_side = side(2);
     return Add(Node{Kind::kIf, 0, -1, arity, {pred, then_side, else_side}});
+  }
+
+  bool CanLoop(int depth, const Scope& s) const {
+    return loops_allowed_ && loops_left_ > 0 && s.loop_depth < 2 && depth + 1 < kMaxDepth;
+  }
+
+  // A While (Kind::kLoop): a counter and 1-3 carried variables.
+  int Loop(int arity, int depth, const Scope& s) {
+    --loops_left_;
+    const int num_vars = static_cast<int>(Int(2, 4));
+    const int first = next_var_;
+    next_var_ += num_vars;
+    std::vector<int> kids;
+    // The counter starts at -1, 0 or 1, at n (never below -1), or at an
+    // expression clamped below at -1: at most 4 iterations. A nested loop
+    // often starts from invariants of the outer loop alone (n and
+    // arguments), which must not start it in the outer loop's exiting
+    // iteration.
+    const bool from_invariants = s.loop_depth > 0 && Chance(40);
+    const int64_t start_roll = from_invariants ? 50 : Int(0, 99);
+    if (start_roll < 40) {
+      kids.push_back(Leaf(Kind::kConst, Int(-1, 1)));
+    } else if (start_roll < 60) {
+      kids.push_back(Leaf(Kind::kArg, fn().depth_arg));
+    } else {
+      const int start = Gen(1, depth + 1, s);
+      kids.push_back(Binary(kMaximum, start, Leaf(Kind::kConst, -1)));
+    }
+    for (int v = 1; v < num_vars; ++v) {
+      if (from_invariants) {
+        kids.push_back(Leaf(Kind::kArg, Int(0, fn().num_args - 1)));
+      } else {
+        kids.push_back(Chance(50) ? Leaf(s) : Gen(1, depth + 1, s));
+      }
+    }
+    Scope inner = s;
+    ++inner.loop_depth;
+    for (int v = 0; v < num_vars; ++v) inner.vars.push_back(first + v);
+    // The condition and body are drawn at the loop's own depth: loops nest
+    // only two deep, and a body too shallow for a Cond or a loop tests little.
+    int cond = Add(Node{Kind::kCompare, kLess, -1, 1, {Leaf(Kind::kVar, first), Leaf(Kind::kConst, Int(0, 3))}});
+    if (Chance(35)) {
+      int more;
+      if (CanCall(inner) && Chance(40)) {  // a call in every iteration, the exiting one too
+        const int call = Call(depth, inner);
+        more = Add(Node{Kind::kCompare, Int(0, kNumCompareOps - 1), -1, 1, {call, Leaf(Kind::kConst, Int(-2, 4))}});
+      } else {
+        more = Pred(depth, inner);
+      }
+      cond = Add(Node{Kind::kAnd, 0, -1, 1, {cond, more}});
+    }
+    kids.push_back(cond);
+    kids.push_back(Binary(kAdd, Leaf(Kind::kVar, first), Leaf(Kind::kConst, Chance(70) ? 1 : 2)));
+    const int carried = num_vars - 1;
+    if (CanCall(inner) && Chance(35)) {
+      kids.push_back(carried == 1 ? Call(depth, inner) : LetCall(carried, depth, inner));  // recursion in a loop
+    } else {
+      kids.push_back(Gen(carried, depth, inner));
+    }
+    Scope after = s;
+    for (int v = 0; v < num_vars; ++v) after.vars.push_back(first + v);
+    if (Chance(50)) {
+      // The loop's values themselves.
+      Node t{Kind::kTuple, 0, -1, arity, {}};
+      for (int k = 0; k < arity; ++k) t.kids.push_back(Leaf(Kind::kVar, first + Int(1, num_vars - 1)));
+      kids.push_back(arity == 1 ? t.kids[0] : Add(std::move(t)));
+    } else {
+      kids.push_back(Gen(arity, depth + 1, after));
+    }
+    Node loop{Kind::kLoop, first, -1, arity, std::move(kids)};
+    loop.loop_vars = num_vars;
+    const int64_t window = Int(0, 99);
+    loop.parallel_iterations = window < 25 ? 1 : window < 50 ? 2 : 10;
+    return Add(std::move(loop));
   }
 
   // A Cond on a shared predicate.
@@ -425,6 +585,8 @@ class Generator {
   int next_var_ = 0;
   int sites_left_ = 0;
   int call_sites_ = 0;
+  bool loops_allowed_ = false;
+  int loops_left_ = 0;
   int entry_call_sites_ = 0;
 };
 

@@ -6,10 +6,13 @@
 // functions (mutually recursive; a depth argument `n` decreases around every
 // cycle of calls) that the interpreter evaluates natively and GraphBuilder
 // emits (with, now and then, a hand-built Merge of two live copies of one
-// value, which forwarding must leave alone). tdf must give the interpreter's
-// answers, make exactly its invocations, fire each Call once per invocation
-// and leave no frame live, under every option variant, with 1, 2 and 8
-// workers and in dynamic mode.
+// value, which forwarding must leave alone), with bounded While loops in
+// function bodies (where dead branches and exiting iterations must drain
+// them: issue #26 item 1) and sometimes a main-graph While of calls longer
+// than its window of parallel iterations. tdf must give the interpreter's
+// answers, make exactly its invocations, fire each Call once per
+// invocation, create exactly its frames and leave none live, under every
+// option variant, with 1, 2 and 8 workers and in dynamic mode.
 // A failure names the seed, the program and the variant;
 // TDF_RANDOM_RECURSION_SEED=<seed> runs that program alone (Seeds() below
 // has the other knobs).
@@ -47,20 +50,48 @@ using exec_test::Outs;
 // ---------------------------------------------------------------------------
 // The interpreter: strict, as dataflow is: every value on a taken path is
 // computed (both sides of && and ||, let-bound values nobody uses), only
-// the taken side of an if.
+// the taken side of an if; a loop's condition in every iteration, its body
+// in every iteration but the last.
 
 class Interpreter {
  public:
-  Interpreter(const Program& p, int64_t max_calls) : p_(p), max_calls_(max_calls) {}
+  Interpreter(const Program& p, int64_t max_calls) : p_(p), max_calls_(max_calls) {
+    loops_within_.assign(p.nodes.size(), -1);
+  }
 
-  // The entry function's results, or nothing past max_calls invocations.
+  // Main's results, or nothing past max_calls invocations.
   std::optional<std::vector<int64_t>> Run(const std::vector<int64_t>& inputs) {
-    std::vector<int64_t> out = Invoke(0, inputs);
+    const MainLoop& loop = p_.main_loop;
+    std::vector<int64_t> out;
+    if (loop.iterations == 0) {
+      out = Invoke(0, inputs);
+    } else {
+      const Function& entry = p_.functions[0];
+      out.assign(entry.num_results, 0);
+      for (int64_t i = 0; i < loop.iterations; ++i) {
+        std::vector<int64_t> args = inputs;
+        for (int a = 0; a < entry.num_args; ++a) {
+          if (!loop.varies[a]) continue;
+          args[a] = a == entry.depth_arg ? std::min(inputs[a], i) : Wrap(static_cast<uint64_t>(inputs[a]) + i);
+        }
+        const std::vector<int64_t> results = Invoke(0, std::move(args));
+        for (size_t r = 0; r < out.size(); ++r)
+          out[r] = Wrap(static_cast<uint64_t>(out[r]) * 3 + static_cast<uint64_t>(results[r]));
+      }
+      iteration_frames_ += loop.iterations + 1;
+    }
     if (calls_ > max_calls_) return std::nullopt;
     return out;
   }
   int64_t calls() const { return calls_; }
   int64_t call_args() const { return call_args_; }  // summed over invocations: tdf fires a Call per argument
+  // Frames the run creates: the root's, one per invocation, one per loop
+  // iteration (the exiting one too), and one per loop that only a dead
+  // token enters (in an untaken branch, or in the body of a loop's exiting
+  // iteration): its iteration 0 drains it. No dead call makes a frame.
+  int64_t frames() const { return 1 + calls_ + iteration_frames_ + dead_loops_; }
+  // Loops a dead token entered because a Cond did not take their branch.
+  int64_t loops_in_untaken_branches() const { return untaken_branch_loops_; }
 
  private:
   struct Env {
@@ -77,6 +108,32 @@ class Interpreter {
   }
 
   int64_t Scalar(int id, Env& env) { return Eval(id, env)[0]; }
+
+  // Loops the graph of the subtree of `id` holds (calls not followed).
+  int64_t LoopsWithin(int id) {
+    if (loops_within_[id] >= 0) return loops_within_[id];
+    const Node& n = p_.nodes[id];
+    int64_t loops = n.kind == Kind::kLoop ? 1 : 0;
+    for (int k : n.kids) loops += LoopsWithin(k);
+    if (n.kind == Kind::kMergeTwice) loops *= 2;  // its kid is emitted twice
+    return loops_within_[id] = loops;
+  }
+
+  std::vector<int64_t> Loop(const Node& n, Env& env) {
+    std::vector<int64_t> initial;
+    for (int v = 0; v < n.loop_vars; ++v) initial.push_back(Scalar(LoopInit(n, v), env));
+    for (int v = 0; v < n.loop_vars; ++v) env.vars[n.value + v] = initial[v];
+    for (;;) {
+      ++iteration_frames_;
+      if (!Scalar(LoopCondition(n), env)) break;
+      const int64_t counter = Scalar(LoopNextCounter(n), env);
+      const std::vector<int64_t> carried = Eval(LoopNextCarried(n), env);
+      env.vars[n.value] = counter;
+      for (size_t v = 0; v < carried.size(); ++v) env.vars[n.value + 1 + v] = carried[v];
+    }
+    dead_loops_ += LoopsWithin(LoopNextCarried(n));  // the exiting iteration's body
+    return Eval(LoopAfter(n), env);
+  }
 
   std::vector<int64_t> Eval(int id, Env& env) {
     const Node& n = p_.nodes[id];
@@ -124,7 +181,13 @@ class Interpreter {
         return {l || r};
       }
       case Kind::kCall: return {call(n.kids.size())[n.value]};
-      case Kind::kIf: return Eval(kid(0) ? n.kids[1] : n.kids[2], env);
+      case Kind::kIf: {
+        const bool then = kid(0) != 0;
+        const int64_t untaken = LoopsWithin(then ? n.kids[2] : n.kids[1]);
+        dead_loops_ += untaken;
+        untaken_branch_loops_ += untaken;
+        return Eval(then ? n.kids[1] : n.kids[2], env);
+      }
       case Kind::kLet:
         env.vars[n.value] = kid(0);
         return Eval(n.kids[1], env);
@@ -143,6 +206,7 @@ class Interpreter {
         kid(0);  // the second copy's calls happen all the same
         return {first};
       }
+      case Kind::kLoop: return Loop(n, env);
     }
     return {};
   }
@@ -151,6 +215,10 @@ class Interpreter {
   const int64_t max_calls_;
   int64_t calls_ = 0;
   int64_t call_args_ = 0;
+  int64_t iteration_frames_ = 0;
+  int64_t dead_loops_ = 0;
+  int64_t untaken_branch_loops_ = 0;
+  std::vector<int64_t> loops_within_;  // LoopsWithin, -1 until known
 };
 
 // ---------------------------------------------------------------------------
@@ -160,8 +228,9 @@ class Emitter {
  public:
   explicit Emitter(const Program& p) : p_(p) {}
 
-  // Main: placeholders in0, in1, ... for f0's arguments, one call, its
-  // results fetched as "result" and "result1".
+  // Main: placeholders in0, in1, ... for f0's arguments, one call (or a
+  // While of calls, MainLoop), its results fetched as "result" and
+  // "result1".
   Graph Build() {
     GraphBuilder b;
     for (size_t f = 0; f < p_.functions.size(); ++f) (void)b.Declare(Signature(static_cast<int>(f)));
@@ -175,7 +244,35 @@ class Emitter {
     Outs inputs;
     for (int i = 0; i < p_.functions[0].num_args; ++i)
       inputs.push_back(b.Placeholder(absl::StrCat("in", i), DType::kInt64));
-    const Outs results = b.Call(FunctionName(0), inputs);
+    const MainLoop& loop = p_.main_loop;
+    Outs results;
+    if (loop.iterations == 0) {
+      results = b.Call(FunctionName(0), inputs);
+    } else {
+      const Function& entry = p_.functions[0];
+      Outs initial(1 + entry.num_results, b.Const<int64_t>(0));  // i, then the accs
+      WhileOptions options;
+      options.parallel_iterations = loop.parallel_iterations;
+      const Outs exits = b.While(
+          [&](const Outs& v) { return b.Less(v[0], b.Const<int64_t>(loop.iterations)); },
+          [&](const Outs& v) {
+            Outs args;
+            for (int a = 0; a < entry.num_args; ++a) {
+              if (!loop.varies[a]) {
+                args.push_back(inputs[a]);
+              } else {
+                args.push_back(a == entry.depth_arg ? b.Op("Minimum", {inputs[a], v[0]}) : b.Add(inputs[a], v[0]));
+              }
+            }
+            const Outs called = b.Call(FunctionName(0), args);
+            Outs next{b.Add(v[0], b.Const<int64_t>(1))};
+            for (int r = 0; r < entry.num_results; ++r)
+              next.push_back(b.Add(b.Mul(v[1 + r], b.Const<int64_t>(3)), called[r]));
+            return next;
+          },
+          initial, options);
+      if (exits.size() == initial.size()) results.assign(exits.begin() + 1, exits.end());
+    }
     for (size_t r = 0; r < results.size(); ++r) b.Identity(results[r], ResultName(static_cast<int>(r)));
     return Built(b);
   }
@@ -250,8 +347,37 @@ class Emitter {
         const Output first = kid(0);
         return {f.Op("Merge", {first, kid(0)}, {{"T", DType::kInt64}})};
       }
+      case Kind::kLoop: return Loop(f, n, args, vars);
     }
     return {};
+  }
+
+  // The condition and next values are emitted with the loop's variables
+  // bound to the loop's Merges and body inputs; what follows, to its Exits.
+  Outs Loop(GraphBuilder& f, const Node& n, const Outs& args, Outs& vars) {
+    Outs initial;
+    for (int v = 0; v < n.loop_vars; ++v) initial.push_back(Emit(f, LoopInit(n, v), args, vars)[0]);
+    auto bind = [&](const Outs& values) {
+      for (int v = 0; v < n.loop_vars; ++v) vars[n.value + v] = values[v];
+    };
+    WhileOptions options;
+    options.parallel_iterations = n.parallel_iterations;
+    const Outs exits = f.While(
+        [&](const Outs& v) {
+          bind(v);
+          return Emit(f, LoopCondition(n), args, vars)[0];
+        },
+        [&](const Outs& v) {
+          bind(v);
+          Outs next{Emit(f, LoopNextCounter(n), args, vars)[0]};
+          const Outs carried = Emit(f, LoopNextCarried(n), args, vars);
+          next.insert(next.end(), carried.begin(), carried.end());
+          return next;
+        },
+        initial, options);
+    if (exits.size() != initial.size()) return Outs(n.arity);  // the builder recorded why; Build() fails
+    bind(exits);
+    return Emit(f, LoopAfter(n), args, vars);
   }
 
   const Program& p_;
@@ -268,8 +394,10 @@ constexpr int64_t kMaxCalls = 400;
 struct Input {
   std::vector<int64_t> values;
   std::vector<int64_t> want;
-  int64_t calls = 0;      // invocations, main's call included
+  int64_t calls = 0;      // invocations, main's calls included
   int64_t call_args = 0;  // their arguments, summed
+  int64_t frames = 0;     // Interpreter::frames
+  int64_t loops_in_untaken_branches = 0;
 };
 
 struct Case {
@@ -284,30 +412,40 @@ Case MakeCase(uint32_t seed) {
   Case c;
   c.seed = seed;
   // Programs whose entry never gets past its base case on these inputs
-  // test little: draw again (from the same generator, so the seed still
-  // names the case).
+  // test little, and those too big even at n = 0 (loops of calls, a main
+  // loop) take too long: draw again (from the same generator, so the seed
+  // still names the case).
   for (int64_t most_calls = 0; most_calls < 3;) {
     c.program = gen.Generate();
     c.inputs.clear();
     const Function& entry = c.program.functions[0];
-    for (int k = 0; k < kInputsPerProgram; ++k) {
+    const int64_t entry_calls = std::max(1, c.program.main_loop.iterations);
+    bool fits = true;
+    for (int k = 0; fits && k < kInputsPerProgram; ++k) {
       Input in;
       for (int i = 0; i < entry.num_args; ++i) in.values.push_back(gen.Int(-4, 8));
       in.values[entry.depth_arg] = gen.Int(0, kMaxInputDepth);
-      for (;;) {  // n == 0 makes one invocation, so this ends
+      for (;;) {
         Interpreter interpreter(c.program, kMaxCalls);
         std::optional<std::vector<int64_t>> want = interpreter.Run(in.values);
         if (want.has_value()) {
           in.want = *std::move(want);
           in.calls = interpreter.calls();
           in.call_args = interpreter.call_args();
+          in.frames = interpreter.frames();
+          in.loops_in_untaken_branches = interpreter.loops_in_untaken_branches();
+          break;
+        }
+        if (in.values[entry.depth_arg] == 0) {
+          fits = false;
           break;
         }
         --in.values[entry.depth_arg];
       }
-      most_calls = std::max(most_calls, in.calls);
+      most_calls = std::max(most_calls, in.calls / entry_calls);
       c.inputs.push_back(std::move(in));
     }
+    if (!fits) most_calls = 0;
   }
   c.text = Printer(c.program).Text();
   return c;
@@ -332,7 +470,7 @@ void RunInputs(const Case& c, Session* session, ExecutionMode mode) {
     for (size_t r = 0; r < in.want.size(); ++r) EXPECT_EQ((*got)[r].scalar<int64_t>(), in.want[r]) << fetches[r];
     EXPECT_EQ(stats.live_frames_after_run, 0);
     EXPECT_EQ(stats.firings, stats.live_firings + stats.dead_firings);
-    EXPECT_EQ(stats.frames_created, 1 + in.calls);  // the root's and one per invocation
+    EXPECT_EQ(stats.frames_created, in.frames);
     if (mode == ExecutionMode::kStatic) {
       // A Call per argument fires live once per invocation: none twice,
       // however its argument reached it.
@@ -341,16 +479,17 @@ void RunInputs(const Case& c, Session* session, ExecutionMode mode) {
       EXPECT_EQ(OpCount(stats, "Invoke").first, in.calls);
     }
     // One result alone: the run leaves the other's Identity out (and, in
-    // static mode, its Return), but the call runs whole (Session::Run),
-    // with the same invocations.
+    // static mode, its Return unless a main loop uses it), but the call
+    // runs whole (Session::Run), with the same invocations.
     if (fetches.size() < 2) continue;
     RunStats alone;
     got = session->Run(feeds, {fetches.back()}, {}, &alone);
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)[0].scalar<int64_t>(), in.want.back()) << fetches.back() << " alone";
-    EXPECT_EQ(alone.nodes_pruned, mode == ExecutionMode::kStatic ? 2 : 1);
+    const bool return_pruned = mode == ExecutionMode::kStatic && c.program.main_loop.iterations == 0;
+    EXPECT_EQ(alone.nodes_pruned, return_pruned ? 2 : 1);
     EXPECT_EQ(alone.live_frames_after_run, 0);
-    EXPECT_EQ(alone.frames_created, 1 + in.calls);
+    EXPECT_EQ(alone.frames_created, in.frames);
   }
 }
 
@@ -426,8 +565,13 @@ class ShapeCounter {
     if (mutual) ++counts["programs with mutual recursion"];
     for (const auto& [callee, sites] : sites_per_callee)
       if (sites >= 2) ++counts["functions called from several sites"];
-    for (const Input& in : c.inputs)
+    for (const Input& in : c.inputs) {
       if (in.calls >= 50) ++counts["runs of 50 invocations or more"];
+      if (in.loops_in_untaken_branches > 0) ++counts["runs with loops in an untaken branch"];
+    }
+    const MainLoop& loop = p_->main_loop;
+    if (loop.iterations > loop.parallel_iterations) ++counts["main loops longer than their window"];
+    if (loop.iterations > 0 && loop.parallel_iterations <= 2) ++counts["main loops of 1 or 2 parallel iterations"];
   }
 
  private:
@@ -470,11 +614,30 @@ class ShapeCounter {
     return true;
   }
 
-  void Walk(int id, bool in_branch) {
+  bool Contains(int id, Kind kind) const {
+    if (N(id).kind == kind) return true;
+    for (int k : N(id).kids)
+      if (Contains(k, kind)) return true;
+    return false;
+  }
+
+  bool StartsFromArguments(const Node& loop) const {
+    for (int v = 0; v < loop.loop_vars; ++v)
+      if (N(LoopInit(loop, v)).kind != Kind::kArg) return false;
+    return true;
+  }
+
+  void Walk(int id, bool in_branch, bool in_loop_body = false) {
     const Node& n = N(id);
     switch (n.kind) {
       case Kind::kIf:
         if (in_branch) ++counts["nested conds"];
+        if (in_loop_body) ++counts["conds in loop bodies"];
+        if (Contains(n.kids[0], Kind::kLoop)) {
+          ++counts["conds on a loop's result"];
+          if (Contains(n.kids[1], Kind::kLoop) || Contains(n.kids[2], Kind::kLoop))
+            ++counts["conds on a loop's result with a loop in a branch"];
+        }
         if (N(n.kids[0]).kind == Kind::kVar) ++counts["conds sharing a predicate"];
         for (int side : {n.kids[1], n.kids[2]}) {
           if (IsTail(side)) ++counts["tail calls"];
@@ -512,9 +675,21 @@ class ShapeCounter {
       case Kind::kMergeTwice:
         ++counts["merges of two live values"];
         break;
+      case Kind::kLoop:
+        if (in_branch) ++counts["loops in cond branches"];
+        if (in_loop_body) ++counts["loops in loop bodies"];
+        if (in_loop_body && StartsFromArguments(n)) ++counts["loops in loop bodies starting from arguments alone"];
+        if (!Callees(LoopNextCarried(n)).empty()) ++counts["loops whose body calls"];
+        if (!Callees(LoopCondition(n)).empty()) ++counts["loops whose condition calls"];
+        if (n.loop_vars >= 3) ++counts["loops carrying several values"];
+        if (n.parallel_iterations <= 2) ++counts["loops of 1 or 2 parallel iterations"];
+        break;
       default: break;
     }
-    for (size_t k = 0; k < n.kids.size(); ++k) Walk(n.kids[k], in_branch || (n.kind == Kind::kIf && k > 0));
+    for (size_t k = 0; k < n.kids.size(); ++k) {
+      const bool body = n.kind == Kind::kLoop && (n.kids[k] == LoopCondition(n) || n.kids[k] == LoopNextCarried(n));
+      Walk(n.kids[k], in_branch || (n.kind == Kind::kIf && k > 0), in_loop_body || body);
+    }
   }
 
   const Program* p_ = nullptr;
@@ -529,8 +704,16 @@ TEST(RandomRecursionCorpus, HasTheShapesItIsFor) {
       "tail calls", "branches yielding a constant", "branches yielding an argument", "nested conds",
       "conds with calls in both branches", "calls whose result is combined", "calls outside any cond",
       "arguments passed on into a branch's call", "call results used twice", "calls using both of two results",
-      "calls using one of two results", "conds sharing a predicate", "merges of two live values"};
+      "calls using one of two results", "conds sharing a predicate", "merges of two live values",
+      "loops in cond branches", "loops in loop bodies", "loops in loop bodies starting from arguments alone",
+      "conds in loop bodies", "loops whose body calls",
+      "loops whose condition calls", "loops carrying several values", "loops of 1 or 2 parallel iterations",
+      "conds on a loop's result", "conds on a loop's result with a loop in a branch",
+      "runs with loops in an untaken branch", "main loops longer than their window",
+      "main loops of 1 or 2 parallel iterations"};
   for (const char* shape : kShapes) EXPECT_GE(counter.counts[shape], 10) << shape;
+  if (std::getenv("TDF_RANDOM_RECURSION_VERBOSE") != nullptr)
+    for (const auto& [shape, count] : counter.counts) std::fprintf(stderr, "%s: %d\n", shape.c_str(), count);
 }
 
 class RandomRecursionTest : public ::testing::TestWithParam<int> {};
