@@ -1,6 +1,7 @@
 #include "graph/node_index.h"
 
 #include "absl/strings/numbers.h"
+#include "base/hash_tables.h"
 #include "absl/strings/str_cat.h"
 
 namespace tdf {
@@ -27,7 +28,9 @@ absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
 
 absl::StatusOr<NodeIndex> NodeIndex::Build(const std::vector<NodeDef>& nodes) {
   NodeIndex index;
-  index.by_name_.reserve(nodes.size());
+  // Sized in its constructor, not grown: the largest table of a big
+  // graph's Session::Create, and safe so out of memory (base/hash_tables.h).
+  index.by_name_ = decltype(index.by_name_)(base::BucketsFor(nodes.size()));
   size_t total_inputs = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!index.by_name_.emplace(nodes[i].name, static_cast<int32_t>(i)).second)

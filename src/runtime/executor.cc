@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 #include "base/sync.h"
+#include "base/hash_tables.h"
 #include "base/tasks.h"
 
 #include <algorithm>

@@ -1,12 +1,19 @@
 #include "runtime/prune.h"
 
 #include "base/sync.h"
+#include "base/hash_tables.h"
 
 #include <algorithm>
 #include <utility>
 
 namespace tdf {
 namespace runtime {
+
+RunPruner::RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out)
+    : exe_(exe), gradients_may_be_left_out_(gradients_may_be_left_out) {
+  base::MutexLock lock(&mu_);
+  BuildIndexLocked();
+}
 
 void RunPruner::BuildIndexLocked() {
   const ExecutableGraph& exe = *exe_;
@@ -118,7 +125,6 @@ void RunPruner::BuildIndexLocked() {
   deps_.resize(needs.size());
   std::vector<int32_t> fill(dep_begin_.begin(), dep_begin_.end() - 1);
   for (const auto& [node, dep] : needs) deps_[fill[node]++] = dep;
-  indexed_ = true;
 }
 
 std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
@@ -128,7 +134,6 @@ std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
   // about the ordering (the Debian Abseil is not instrumented).
   base::MutexLock lock(&mu_);
   if (auto it = cache_.find(roots); it != cache_.end()) return it->second;
-  if (!indexed_) BuildIndexLocked();
   const ExecutableGraph& exe = *exe_;
   const ExecBlock& main = exe.blocks[0];
   const size_t num_main = main.nodes.size();
@@ -173,7 +178,7 @@ std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
       plan->dead_parts.emplace_back(site.child_slot, site.gradient_mask);
   // A program that makes up fetch sets as it goes should not grow this
   // without bound; a few dozen sets are the common case.
-  if (cache_.size() >= 256) cache_.clear();
+  if (cache_.capacity() == 0 || cache_.size() >= kMaxCachedPlans) cache_ = decltype(cache_)(base::BucketsFor(kMaxCachedPlans));
   cache_.emplace(std::move(roots), plan);
   return plan;
 }

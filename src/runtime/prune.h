@@ -46,8 +46,9 @@ struct RunPlan {
 class RunPruner {
  public:
   // `gradients_may_be_left_out`: SessionOptions::evaluate_without_gradients.
-  RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out)
-      : exe_(exe), gradients_may_be_left_out_(gradients_may_be_left_out) {}
+  // Indexes the graph now (with Session::Create), not at the first run: a
+  // run grows no hash table (base/hash_tables.h).
+  RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out);
 
   // `roots`: global ids of the nodes the run fetches or targets: main-block
   // nodes, or Exits of a loop of the main graph (which need the whole loop).
@@ -59,7 +60,6 @@ class RunPruner {
   const ExecutableGraph* exe_;
   const bool gradients_may_be_left_out_;
   absl::Mutex mu_;
-  bool indexed_ ABSL_GUARDED_BY(mu_) = false;
   // Dependency nodes: the main block's indices, then units (a main loop,
   // a call site, a part of a split site). Per node, what it needs (CSR).
   std::vector<int32_t> dep_begin_ ABSL_GUARDED_BY(mu_);
@@ -76,6 +76,9 @@ class RunPruner {
   // A loop block of the main graph -> its unit (the dependency node of its
   // Enters): what fetching one of its Exits needs.
   absl::flat_hash_map<int32_t, int32_t> loop_unit_ ABSL_GUARDED_BY(mu_);
+  // Made with room for kMaxCachedPlans in its constructor and remade, never
+  // grown (base/hash_tables.h).
+  static constexpr size_t kMaxCachedPlans = 256;
   absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
 };
 
