@@ -136,7 +136,12 @@ Buffer* Buffer::Allocate(size_t bytes, Device device) {
   if (device.is_cpu()) {
     void* p = AllocateAligned(bytes == 0 ? 64 : bytes);
     if (p == nullptr) return nullptr;
-    return new Buffer(p, bytes, device, &CpuFree);
+    try {
+      return new Buffer(p, bytes, device, &CpuFree);
+    } catch (const std::bad_alloc&) {  // the data block got the last memory: not leaked
+      CpuFree(p, bytes, device);
+      return nullptr;
+    }
   }
   return device_memory::Allocate(bytes, device);
 }
@@ -169,9 +174,17 @@ void Tensor::ReleaseRep() {
 Tensor Tensor::MakeHeap(DType dtype, const Shape& shape, Buffer* buffer) {
   Tensor t;
   t.dtype_ = dtype;
+  Rep* rep = nullptr;
+  // Out of memory for the header (or a long shape), the buffer is not leaked.
+  try {
+    rep = new Rep;
+    rep->shape = shape;
+  } catch (const std::bad_alloc&) {
+    delete rep;
+    buffer->Unref();
+    throw;
+  }
   t.heap_ = 1;
-  Rep* rep = new Rep;
-  rep->shape = shape;
   rep->num_elements = shape.num_elements();
   rep->buffer = buffer;
   t.u_.rep = rep;

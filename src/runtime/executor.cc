@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <new>
+#include <optional>
 #include <thread>
 
 #ifdef __GLIBC__
@@ -27,6 +29,7 @@
 #include "oneapi/tbb/task_group.h"
 #include "cuda/device_backend.h"
 #include "runtime/frame.h"
+#include "runtime/out_of_memory.h"
 #include "runtime/remote_channel.h"
 #include "tdf/status.h"
 #include "runtime/scalar_ops.h"

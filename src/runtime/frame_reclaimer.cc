@@ -1,6 +1,7 @@
 #include "runtime/frame_reclaimer.h"
 
 #include <deque>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -69,17 +70,26 @@ bool FrameReclaimer::Submit(Owner* owner, int64_t frames, std::function<void()> 
   ReclaimerState& state = State();
   base::MutexLock lock(&state.mu);
   if (state.backlog + frames > kMaxBacklogFrames) return false;
+  // No thread, or no memory for the job: the caller frees its frames itself.
   if (!state.started) {
     try {
       std::thread(&FrameReclaimer::ThreadMain).detach();
     } catch (const std::system_error&) {
-      return false;  // no thread: the caller frees its frames itself
+      return false;
+    } catch (const std::bad_alloc&) {
+      return false;
     }
     state.started = true;
   }
+  try {
+    state.jobs.push_back(Job{owner, frames, std::move(free_frames)});
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  // Counted once queued: a job counted but never run would keep the owner
+  // waiting forever (Owner::WaitUntilIdle).
   state.backlog += frames;
   ++owner->pending_;
-  state.jobs.push_back(Job{owner, frames, std::move(free_frames)});
   return true;
 }
 

@@ -48,8 +48,8 @@ class FrameReclaimer {
 
   // Runs `free_frames`, which frees `frames` frames of `owner`, on the
   // reclaimer thread (started on first use) and returns true. Returns false
-  // and runs nothing when the backlog would pass kMaxBacklogFrames or the
-  // thread cannot be started.
+  // and runs nothing when the backlog would pass kMaxBacklogFrames, or the
+  // thread cannot be started or the job queued (out of memory).
   static bool Submit(Owner* owner, int64_t frames, std::function<void()> free_frames);
 
  private:

@@ -17,6 +17,7 @@
 #include "runtime/executable.h"
 #include "runtime/executor.h"
 #include "runtime/frame.h"
+#include "runtime/out_of_memory.h"
 #include "runtime/session_access.h"
 #include "runtime/state_kernels.h"
 #include "tdf/placement.h"
@@ -73,6 +74,20 @@ namespace {
 // caches, which only runs of a session can use.
 std::atomic<int64_t> live_sessions{0};
 
+// Calls `f`; out of memory, RESOURCE_EXHAUSTED instead of the process's end
+// (issue #26, item 4). The executor fails a run that runs out naming the
+// node; this catches the rest: compiling a graph (a 10^6-node chain takes
+// about 1 GB), copying a run's request, its statistics.
+template <typename F>
+auto OrOutOfMemory(const char* what, F&& f) -> decltype(f()) {
+  runtime::KeepMemoryReserve();  // again, if the last failure took it
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return runtime::OutOfMemoryError([what] { return absl::StrCat(what, ": out of memory (std::bad_alloc)"); });
+  }
+}
+
 }  // namespace
 
 Session::Session(SessionOptions options, std::unique_ptr<Impl> impl)
@@ -88,11 +103,11 @@ Session::~Session() {
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const Graph& graph, SessionOptions options) {
-  return CreateFrom(graph, nullptr, std::move(options));
+  return OrOutOfMemory("Session::Create", [&] { return CreateFrom(graph, nullptr, std::move(options)); });
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph&& graph, SessionOptions options) {
-  return CreateFrom(graph, &graph, std::move(options));
+  return OrOutOfMemory("Session::Create", [&] { return CreateFrom(graph, &graph, std::move(options)); });
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph, Graph* owned,
@@ -211,26 +226,28 @@ absl::StatusOr<std::vector<Tensor>> SessionAccess::Run(Session& session, const R
                                                        const std::vector<std::string>& fetches,
                                                        const std::vector<std::string>& targets, RunStats* stats,
                                                        RemoteChannel* remote) {
-  const SessionOptions& options = session.options_;
-  runtime::RunRequest request;
-  request.remote = remote;
-  request.feeds = feeds;
-  request.fetches = fetches;
-  request.targets = targets;
-  request.cancel = run_options.cancel;
-  request.deadline = run_options.deadline.value_or(options.deadline);
-  if (run_options.deadline.has_value()) request.deadline_source = "RunOptions::deadline";
-  request.collect_node_stats = run_options.collect_node_stats.value_or(options.collect_node_stats);
-  if (run_options.trace_path.has_value()) {
-    request.trace_path = *run_options.trace_path;
-  } else {
-    request.trace_path = options.trace_path;
-    if (request.trace_path.empty()) {
-      if (const char* env = std::getenv("TDF_TRACE")) request.trace_path = env;
+  return OrOutOfMemory("Session::Run", [&]() -> absl::StatusOr<std::vector<Tensor>> {
+    const SessionOptions& options = session.options_;
+    runtime::RunRequest request;
+    request.remote = remote;
+    request.feeds = feeds;
+    request.fetches = fetches;
+    request.targets = targets;
+    request.cancel = run_options.cancel;
+    request.deadline = run_options.deadline.value_or(options.deadline);
+    if (run_options.deadline.has_value()) request.deadline_source = "RunOptions::deadline";
+    request.collect_node_stats = run_options.collect_node_stats.value_or(options.collect_node_stats);
+    if (run_options.trace_path.has_value()) {
+      request.trace_path = *run_options.trace_path;
+    } else {
+      request.trace_path = options.trace_path;
+      if (request.trace_path.empty()) {
+        if (const char* env = std::getenv("TDF_TRACE")) request.trace_path = env;
+      }
     }
-  }
-  request.observer = run_options.observer.value_or(options.observer);
-  return session.impl_->executor->Run(request, stats);
+    request.observer = run_options.observer.value_or(options.observer);
+    return session.impl_->executor->Run(request, stats);
+  });
 }
 
 }  // namespace runtime
