@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -153,7 +154,8 @@ class Args {
 };
 
 int Fail(const absl::Status& status) {
-  std::cerr << "tdf: " << status.message() << "\n";
+  // A status made when even its message could not be allocated has none.
+  std::cerr << "tdf: " << (status.message().empty() ? absl::StatusCodeToString(status.code()) : status.message()) << "\n";
   return kFailed;
 }
 
@@ -523,8 +525,15 @@ int main(int argc, char** argv) {
     std::cerr << "tdf: unknown command '" << command << "'\n\n" << kUsage;
     return kUsageError;
   }
-  Args args(argc, argv, 2);
-  const std::string error = args.Parse(it->second.value_flags, it->second.bool_flags);
-  if (!error.empty()) return Usage(command, error);
-  return it->second.fn(args);
+  // Out of memory anywhere (reading a graph too large for it, compiling or
+  // running one), the command fails instead of aborting (issue #26, item 4).
+  try {
+    Args args(argc, argv, 2);
+    const std::string error = args.Parse(it->second.value_flags, it->second.bool_flags);
+    if (!error.empty()) return Usage(command, error);
+    return it->second.fn(args);
+  } catch (const std::bad_alloc&) {
+    std::fputs("tdf: RESOURCE_EXHAUSTED: out of memory (std::bad_alloc)\n", stderr);  // no allocation
+    return kFailed;
+  }
 }
