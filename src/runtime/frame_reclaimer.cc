@@ -1,13 +1,12 @@
 #include "runtime/frame_reclaimer.h"
 
+#include <condition_variable>
 #include <deque>
+#include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
-
-#include "absl/synchronization/mutex.h"
-#include "base/sync.h"
 
 namespace tdf {
 namespace runtime {
@@ -20,11 +19,17 @@ struct Job {
   std::function<void()> free_frames;
 };
 
+// A std::mutex and condition variables, not absl::Mutex::Await: ThreadSanitizer
+// sees std::mutex through its pthread interceptors, but not the Debian
+// Abseil, whose Await evaluates a waiter's condition on whichever thread
+// unlocks (a race on the condition's stack object, as TSan saw it).
 struct ReclaimerState {
-  absl::Mutex mu;
-  std::deque<Job> jobs ABSL_GUARDED_BY(mu);
-  int64_t backlog ABSL_GUARDED_BY(mu) = 0;  // frames of the queued and running jobs
-  bool started ABSL_GUARDED_BY(mu) = false;
+  std::mutex mu;
+  std::condition_variable queued;  // a job was queued
+  std::condition_variable done;    // a job has run
+  std::deque<Job> jobs;            // guarded by mu
+  int64_t backlog = 0;             // frames of the queued and running jobs; guarded by mu
+  bool started = false;            // guarded by mu
 };
 
 // Never destroyed: the thread is detached and may still wait on the mutex
@@ -34,8 +39,6 @@ ReclaimerState& State() {
   return *state;
 }
 
-bool HasJobs(std::deque<Job>* jobs) { return !jobs->empty(); }
-
 }  // namespace
 
 void FrameReclaimer::ThreadMain() {
@@ -43,32 +46,31 @@ void FrameReclaimer::ThreadMain() {
   for (;;) {
     Job job;
     {
-      base::MutexLock lock(&state->mu);
-      state->mu.Await(absl::Condition(&HasJobs, &state->jobs));
-      TDF_TSAN_ACQUIRE(&state->mu);  // Await re-acquires without the MutexLock's annotation
+      std::unique_lock<std::mutex> lock(state->mu);
+      state->queued.wait(lock, [state] { return !state->jobs.empty(); });
       job = std::move(state->jobs.front());
       state->jobs.pop_front();
     }
     job.free_frames();
     job.free_frames = nullptr;  // what it captured goes before the owner may
-    base::MutexLock lock(&state->mu);
+    std::lock_guard<std::mutex> lock(state->mu);
     state->backlog -= job.frames;
     // The owner may be destroyed as soon as the lock is released: not
     // touched after this.
     --job.owner->pending_;
+    state->done.notify_all();
   }
 }
 
 void FrameReclaimer::Owner::WaitUntilIdle() {
   ReclaimerState& state = State();
-  base::MutexLock lock(&state.mu);
-  state.mu.Await(absl::Condition(+[](int64_t* pending) { return *pending == 0; }, &pending_));
-  TDF_TSAN_ACQUIRE(&state.mu);
+  std::unique_lock<std::mutex> lock(state.mu);
+  state.done.wait(lock, [this] { return pending_ == 0; });
 }
 
 bool FrameReclaimer::Submit(Owner* owner, int64_t frames, std::function<void()> free_frames) {
   ReclaimerState& state = State();
-  base::MutexLock lock(&state.mu);
+  std::lock_guard<std::mutex> lock(state.mu);
   if (state.backlog + frames > kMaxBacklogFrames) return false;
   // No thread, or no memory for the job: the caller frees its frames itself.
   if (!state.started) {
@@ -90,6 +92,7 @@ bool FrameReclaimer::Submit(Owner* owner, int64_t frames, std::function<void()> 
   // waiting forever (Owner::WaitUntilIdle).
   state.backlog += frames;
   ++owner->pending_;
+  state.queued.notify_one();
   return true;
 }
 
