@@ -1,8 +1,9 @@
-// Programs with thousands of functions and call sites (issue #26 item 5):
-// Session::Create indexes call sites once instead of scanning a block per
-// Call and every node per function, and each site must still get its own
-// Calls, Returns and arguments. Their answers are checked here; their
-// Create time is measured in bench/create_bench.cc, never asserted.
+// Programs with thousands of functions, call sites or Conds (issue #26 item
+// 5): Session::Create indexes call sites once instead of scanning a block
+// per Call and every node per function, and builds a body's dead regions
+// from worklists, and each site must still get its own Calls, Returns and
+// arguments, each Cond its own regions. Their answers are checked here;
+// their Create time is measured in bench/create_bench.cc, never asserted.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -69,6 +70,20 @@ TEST_P(ManyFunctionsTest, ManySitesShareFewFunctions) {
 TEST_P(ManyFunctionsTest, ChainOfManyFunctions) {
   const int64_t f = Size(3000);
   ExpectAnswers(reference::CallChain(f), {4, 0}, [&](int64_t n) { return reference::NativeCallChain(f, n); });
+}
+
+// One body of a thousand Conds in sequence: each Cond's untaken branch is a
+// dead region of its own, skipped as one jump, and the Switch of n (which
+// only the then branch reads) has its dead-data frontier; n decides which
+// branches run.
+TEST_P(ManyFunctionsTest, OneBodyOfManyConds) {
+  ExpectAnswers(reference::LongBody(1000), {4, 0, -5, 1001},
+                [](int64_t n) { return reference::NativeLongBody(1000, n); });
+}
+
+// One body of a thousand call sites of one function.
+TEST_P(ManyFunctionsTest, OneBodyOfManyCallSites) {
+  ExpectAnswers(reference::WideBody(1000), {4, -2}, [](int64_t n) { return reference::NativeWideBody(1000, n); });
 }
 
 TEST_P(ManyFunctionsTest, ChainOfOne) {

@@ -96,7 +96,9 @@ class Compiler {
   absl::Status LinkRemoteLoops();  // remote_ends.cc
   absl::Status CheckCrossing(const NodeBuild& c, const NodeBuild& p, EdgeKind kind, int32_t j);  // units.cc
   void ForwardCallArguments();  // forward_values.cc
-  int32_t SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const;  // forward_values.cc
+  int32_t SoleProducer(int32_t dst, int32_t* edge_index) const;  // forward_values.cc
+  void CountLocalEdges();  // forward_values.cc
+  void NoteLocalEdge(const NodeBuild& p, const OutEdge& e, int32_t sign);  // forward_values.cc
   void TakeOverEdges(NodeBuild& p, const NodeBuild& r, int16_t port);  // forward_values.cc
   void ForwardResults();  // forward_values.cc
   void ForwardIdentities();  // forward_values.cc
@@ -140,6 +142,8 @@ class Compiler {
   absl::flat_hash_map<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
   bool sites_built_ = false;
   std::vector<int32_t> call_read_by_;  // Call id -> the last Merge that read it (CheckCrossing)
+  std::vector<int32_t> local_in_count_;  // CountLocalEdges
+  std::vector<int64_t> local_in_sum_;
 };
 
 }  // namespace runtime

@@ -158,9 +158,13 @@ void Compiler::ForwardTailResults() {
 void Compiler::MarkTailSites() {
   if (exe_->mode != ExecutionMode::kStatic) return;
   std::vector<NodeBuild>& nodes = nodes_;
+  // Per function block, its nodes with Return edges, in block order: each
+  // Call reads its callee's, not the callee's every node.
+  std::vector<std::vector<int32_t>> delivering(exe_->blocks.size());
   for (ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
+      if (!Info(id).return_edges_by_label.empty()) delivering[blk.id].push_back(id);
       const int32_t index = Info(id).result_index;
       if (Info(id).return_edges_by_label.empty() || index < 0) continue;
       if (index >= static_cast<int32_t>(blk.result_nodes.size())) blk.result_nodes.resize(index + 1, -1);
@@ -177,7 +181,7 @@ void Compiler::MarkTailSites() {
     if (caller.kind != ExecBlock::Kind::kFunction || callee.kind != ExecBlock::Kind::kFunction) continue;
     const int32_t label = Info(c).label;
     bool tail = false;
-    for (int32_t id : callee.nodes) {
+    for (int32_t id : delivering[callee.id]) {
       const NodeInfo& x = Info(id);
       if (x.return_edges_by_label.empty()) continue;
       tail = x.result_index >= 0 && label < static_cast<int32_t>(x.return_edges_by_label.size());
