@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 #include "tdf/session.h"
 
@@ -84,6 +85,37 @@ TEST_P(ManyFunctionsTest, OneBodyOfManyConds) {
 // One body of a thousand call sites of one function.
 TEST_P(ManyFunctionsTest, OneBodyOfManyCallSites) {
   ExpectAnswers(reference::WideBody(1000), {4, -2}, [](int64_t n) { return reference::NativeWideBody(1000, n); });
+}
+
+// f(n) = n == 0 ? 0 : n == 1 ? 10 : ... : n == depth - 1 ? 10 (depth - 1) : -1,
+// Conds nested in each other's else branch: every value reaches the result
+// through the Merges of all the Conds around it (the tail results that
+// ForwardTailResults finds for each), and is dead with every enclosing
+// branch.
+Graph NestedConds(int64_t depth) {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [depth](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        std::function<Output(int64_t)> level = [&](int64_t k) -> Output {
+          if (k == depth) return f.Const<int64_t>(-1);
+          return f.Cond(
+              f.Equal(a[0], f.Const<int64_t>(k)), [&] { return std::vector<Output>{f.Const<int64_t>(10 * k)}; },
+              [&] { return std::vector<Output>{level(k + 1)}; })[0];
+        };
+        return {level(0)};
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
+TEST_P(ManyFunctionsTest, OneBodyOfDeeplyNestedConds) {
+  constexpr int64_t kDepth = 60;
+  ExpectAnswers(NestedConds(kDepth), {0, 1, 37, kDepth - 1, kDepth, -4},
+                [](int64_t n) { return n >= 0 && n < kDepth ? 10 * n : -1; });
 }
 
 TEST_P(ManyFunctionsTest, ChainOfOne) {

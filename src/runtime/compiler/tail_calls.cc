@@ -65,43 +65,83 @@ void Compiler::ForwardTailResults() {
       out.push_back({nodes[p.node].block, it->second, p.port});
     return out;
   };
+  // A node of nested Conds is dead with every enclosing branch: long
+  // lists, compared through a table of one's (block, group) -> ports
+  // rather than pair by pair. (Ports are a Switch's, 0 or 1.)
   auto exclusive = [](const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) {
-    for (const DeadWith& x : a)
-      for (const DeadWith& y : b)
-        if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
+    if (a.size() * b.size() <= 64) {
+      for (const DeadWith& x : a)
+        for (const DeadWith& y : b)
+          if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
+      return false;
+    }
+    absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> ports;
+    for (const DeadWith& x : a) ports[{x.block, x.group}] |= uint32_t{1} << x.port;
+    for (const DeadWith& y : b) {
+      auto it = ports.find({y.block, y.group});
+      if (it != ports.end() && (it->second & ~(uint32_t{1} << y.port)) != 0) return true;
+    }
     return false;
   };
-  // The result Merge that input `input` of Merge `merge` only passes on
-  // to, or -1.
-  auto tail_result = [&](int32_t merge, int32_t input) -> int32_t {
-    for (size_t hops = 0; hops < nodes.size(); ++hops) {
-      const NodeBuild& m = nodes[merge];
-      if (m.kind != NodeKind::kMerge || m.has_invariants || Info(m).forwarded ||
-          exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction)
-        return -1;
-      auto mine = producers.find(key(merge, input));
-      if (mine == producers.end()) return -1;
-      const std::vector<DeadWith> dead = dead_with(mine->second);
-      for (int32_t other = 0; other < m.num_inputs; ++other) {
-        if (other == input) continue;
-        auto it = producers.find(key(merge, other));
-        if (it == producers.end() || !exclusive(dead, dead_with(it->second))) return -1;
-      }
-      if (!Info(m).return_edges_by_label.empty()) {
-        for (const OutEdge& e : m.edges) {
-          const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
-          const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
-          if (!returns_value && !counts_dead_only) return -1;
-        }
-        return merge;
-      }
-      if (m.edges.size() != 1) return -1;
-      const OutEdge& onward = m.edges[0];
-      if (onward.kind != EdgeKind::kLocal || onward.src_port != 0 || onward.dst_mode != DstMode::kMerge) return -1;
-      input = onward.dst_slot - nodes[onward.dst].slot_base;
-      merge = onward.dst;
+  // What input `input` of Merge `merge` leads to, by its own checks: -1
+  // (no tail result), the result Merge itself, or -2: on to `next`.
+  struct Step {
+    int32_t result;
+    int32_t next_merge = -1, next_input = -1;
+  };
+  auto step = [&](int32_t merge, int32_t input) -> Step {
+    const NodeBuild& m = nodes[merge];
+    if (m.kind != NodeKind::kMerge || m.has_invariants || Info(m).forwarded ||
+        exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction)
+      return {-1};
+    auto mine = producers.find(key(merge, input));
+    if (mine == producers.end()) return {-1};
+    const std::vector<DeadWith> dead = dead_with(mine->second);
+    for (int32_t other = 0; other < m.num_inputs; ++other) {
+      if (other == input) continue;
+      auto it = producers.find(key(merge, other));
+      if (it == producers.end() || !exclusive(dead, dead_with(it->second))) return {-1};
     }
-    return -1;
+    if (!Info(m).return_edges_by_label.empty()) {
+      for (const OutEdge& e : m.edges) {
+        const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
+        const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
+        if (!returns_value && !counts_dead_only) return {-1};
+      }
+      return {merge};
+    }
+    if (m.edges.size() != 1) return {-1};
+    const OutEdge& onward = m.edges[0];
+    if (onward.kind != EdgeKind::kLocal || onward.src_port != 0 || onward.dst_mode != DstMode::kMerge) return {-1};
+    return {-2, onward.dst, onward.dst_slot - nodes[onward.dst].slot_base};
+  };
+  // The result Merge that input `input` of Merge `merge` only passes on
+  // to, or -1. Remembered per (Merge, input): the values of nested Conds
+  // share the Merges on their way, and walking them from each value again
+  // was quartic in the depth. (A cycle, which validation rejects, ends
+  // in -1, as the walk bounded by the node count did.)
+  absl::flat_hash_map<int64_t, int32_t> tail_of;  // -3: on the walk being made
+  std::vector<int64_t> walk;
+  auto tail_result = [&](int32_t merge, int32_t input) -> int32_t {
+    walk.clear();
+    int32_t result = -1;
+    for (;;) {
+      auto [it, inserted] = tail_of.try_emplace(key(merge, input), -3);
+      if (!inserted) {
+        result = it->second == -3 ? -1 : it->second;
+        break;
+      }
+      walk.push_back(key(merge, input));
+      const Step s = step(merge, input);
+      if (s.result != -2) {
+        result = s.result;
+        break;
+      }
+      merge = s.next_merge;
+      input = s.next_input;
+    }
+    for (int64_t k : walk) tail_of[k] = result;
+    return result;
   };
   // A result node of one input whose firing would only return its value
   // (no local consumer but Merge marks): the caller's result Identity or
