@@ -8,6 +8,8 @@
 //   chain/N    N functions, each calling the next (reference::CallChain(N))
 //   longbody/K one function whose body is K Conds in sequence (reference::LongBody(K))
 //   widebody/K one function whose body makes K calls of another (reference::WideBody(K))
+//   multiway/D one function whose body is a D-way if, D Conds each in the
+//              else branch of the one before (reference::MultiWayIf(D))
 //   opchain/L  a main graph of L Adds and no calls (reference::OpChain(L))
 // Each case builds its graph once, outside the timing, and checks one run's
 // answer against the native one. The time (manual, wall clock) is that of
@@ -115,6 +117,7 @@ tdf::Graph PlainCalls(int64_t functions) {
 tdf::Graph Build(const Shape& s) {
   if (s.family == "longbody") return tdf::reference::LongBody(s.size);
   if (s.family == "widebody") return tdf::reference::WideBody(s.size);
+  if (s.family == "multiway") return tdf::reference::MultiWayIf(s.size);
   if (s.family == "plaincalls") return PlainCalls(s.size);
   if (s.family == "calls") return tdf::reference::ManyCalls(s.size, s.size);
   if (s.family == "sites") return tdf::reference::ManyCalls(s.size, 1);
@@ -125,6 +128,7 @@ tdf::Graph Build(const Shape& s) {
 int64_t Expected(const Shape& s, int64_t n) {
   if (s.family == "longbody") return tdf::reference::NativeLongBody(s.size, n);
   if (s.family == "widebody") return tdf::reference::NativeWideBody(s.size, n);
+  if (s.family == "multiway") return tdf::reference::NativeMultiWayIf(s.size, n);
   if (s.family == "plaincalls") return tdf::reference::NativeManyCalls(s.size, s.size, n);  // n > 0: the same
   if (s.family == "calls") return tdf::reference::NativeManyCalls(s.size, s.size, n);
   if (s.family == "sites") return tdf::reference::NativeManyCalls(s.size, 1, n);
@@ -208,7 +212,7 @@ int main(int argc, char** argv) {
   for (const char* family : {"calls", "plaincalls", "sites", "chain"})
     for (int64_t n : sizes) shapes.push_back({family, n});
   // One large body: its passes must not scan the body per node.
-  for (const char* family : {"longbody", "widebody"})
+  for (const char* family : {"longbody", "widebody", "multiway"})
     for (int64_t n : {int64_t{100}, int64_t{1000}, int64_t{4000}, int64_t{16000}}) shapes.push_back({family, n});
   shapes.push_back({"opchain", quick ? int64_t{100000} : int64_t{1000000}});
   for (const Shape& s : shapes) {

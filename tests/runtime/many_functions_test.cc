@@ -118,6 +118,14 @@ TEST_P(ManyFunctionsTest, OneBodyOfDeeplyNestedConds) {
                 [](int64_t n) { return n >= 0 && n < kDepth ? 10 * n : -1; });
 }
 
+// The same shape, written out with short names (reference::MultiWayIf),
+// deep: each level's else region holds every level below it.
+TEST_P(ManyFunctionsTest, OneBodyOfADeepMultiWayIf) {
+  constexpr int64_t kDepth = 300;
+  ExpectAnswers(reference::MultiWayIf(kDepth), {0, 1, 150, kDepth - 1, kDepth, -4},
+                [](int64_t n) { return reference::NativeMultiWayIf(kDepth, n); });
+}
+
 TEST_P(ManyFunctionsTest, ChainOfOne) {
   ExpectAnswers(reference::CallChain(1), {4, -3}, [](int64_t n) { return reference::NativeCallChain(1, n); });
 }
