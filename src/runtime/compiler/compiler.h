@@ -118,17 +118,66 @@ class Compiler {
     std::vector<int32_t> calls, returns;
   };
   const SiteNodes& Site(int32_t block, int32_t label, const std::string& fn);  // call_sites.cc
+  // A function block's local graph as BuildDeadRegions reads it (by block
+  // index): local inputs and consumers, call sites, predicate groups.
+  struct RegionInputs {
+    struct In {
+      int32_t src;    // block index
+      int16_t port;   // -1: control
+      int32_t input;  // input index at the destination
+    };
+    std::vector<std::vector<In>> ins;
+    std::vector<std::vector<int32_t>> outs;
+    std::vector<uint8_t> eligible;  // may be in a region at all
+    std::map<int32_t, std::vector<int32_t>> site_of_return;  // Return -> its site's Calls
+    std::vector<std::vector<int32_t>> returns_of_call;       // the inverse
+    std::vector<std::vector<int32_t>> groups;  // Switches by predicate producer, in (producer, port) order
+    std::vector<int32_t> member_of;            // Switch -> its group, or -1
+  };
   void BuildDeadRegions(ExecBlock& blk, bool skip);  // dead_branches.cc
+  void BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // dead_branches.cc
+  bool BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // nested_regions.cc
+  // Makes the group of Switches `members` (block indices) jump over its
+  // regions, whose frontiers are given: the last step of both ways of
+  // building them (dead_branches.cc).
+  void InstallDeadRegionGroup(ExecBlock& blk, const std::vector<int32_t>& members, std::vector<OutEdge> frontier[2]);
   void Layout(ExecBlock& blk);  // slot_layout.cc
   ExecutableGraph* exe_;
   const SessionOptions& options_;
   std::vector<NodeBuild> nodes_;  // by global id
-  // Node id -> the (block, predicate group, Switch port) whose dead port
-  // makes the node dead (BuildDeadRegions).
+  // A region: what the dead port `port` of predicate group `group` of
+  // `block` makes dead. A region nested in another (every member of its
+  // group is in the other: a Cond in a branch of another) has that one as
+  // its parent (BuildNestedRegions): whatever is in a region is in its
+  // ancestors too. `jump`: an ancestor, for finding ancestors in
+  // logarithmic steps (Myers' jump pointers); roots jump to themselves.
+  struct RegionNode {
+    int32_t block, group, port;
+    int32_t parent = -1, jump = -1, depth = 0;
+  };
+  std::vector<RegionNode> regions_;
+  absl::flat_hash_map<int32_t, int32_t> region_base_;  // function block -> region id of its group 0, port 0
+  int32_t RegionId(int32_t block, int32_t group, int32_t port) const {
+    return region_base_.at(block) + 2 * group + port;
+  }
+  // The region tree (nested_regions.cc): a region's ancestor at a depth;
+  // whether `outer` is `region` or one of its ancestors; the deepest
+  // region that is or is an ancestor of both, or -1.
+  void SetRegionParent(int32_t region, int32_t parent);
+  int32_t RegionAncestorAt(int32_t region, int32_t depth) const;
+  bool RegionWithin(int32_t outer, int32_t region) const;
+  int32_t CommonRegion(int32_t a, int32_t b) const;
+  // Node id -> the regions that hold it (BuildDeadRegions), each standing
+  // for itself and its ancestors: the node is dead whenever one of those
+  // regions' ports is.
   struct DeadWith {
     int32_t block, group, port;
+    int32_t region;  // regions_ index
   };
   absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
+  // Whether no frame has both a node dead with `a` and one dead with `b`
+  // live: some group's opposite ports make them dead (nested_regions.cc).
+  bool ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
   absl::flat_hash_map<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;

@@ -4,11 +4,14 @@
 // predicate in a function body, the nodes each port's deadness makes dead
 // (a region) and the edges leaving it (the frontier), which the executor
 // delivers dead instead of firing the region node by node; dead_with_ for
-// the steps that need exclusivity. Forwarding steps run after the regions:
-// one that moves edges onto a node must check the node is in no skipped
-// region (the frontier would not hold them). Turned off by
+// the steps that need exclusivity. BuildDeadRegions builds a body's
+// regions as a tree in one pass where they nest (nested_regions.cc), else
+// one by one (BuildRegionsOneByOne). Forwarding steps run after the
+// regions: one that moves edges onto a node must check the node is in no
+// skipped region (the frontier would not hold them). Turned off by
 // SessionOptions::skip_dead_branches. Pinned by
-// tests/runtime/dead_branches_test.cc and acceptance_regressions_test.cc.
+// tests/runtime/dead_branches_test.cc, acceptance_regressions_test.cc and
+// many_functions_test.cc (bodies of a thousand Conds, deep multi-way ifs).
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -58,8 +61,9 @@ void Compiler::BuildDeadDataFrontiers() {
       if (Info(v).folded || v.has_invariants || Info(v).forwarded || !Info(v).return_edges_by_label.empty())
         return false;
       if (auto it = dead_with_.find(v.id); it != dead_with_.end())
-        for (const DeadWith& d : it->second)
-          if (d.block != blk.id || d.group != group || d.port != port) return false;
+        for (const DeadWith& d : it->second)  // a region with a parent stands for more than itself
+          if (d.block != blk.id || d.group != group || d.port != port || regions_[d.region].parent >= 0)
+            return false;
       if (v.kind == NodeKind::kSwitch && (v.switch_group >= 0 || Info(v).has_pivot_edges)) return false;
       if (v.kind != NodeKind::kKernel && v.kind != NodeKind::kSwitch && v.kind != NodeKind::kMerge &&
           v.kind != NodeKind::kNoOutput)
@@ -161,27 +165,25 @@ void Compiler::BuildDeadDataFrontiers() {
 void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   std::vector<NodeBuild>& nodes = nodes_;
   const int32_t size = static_cast<int32_t>(blk.nodes.size());
-  struct In {
-    int32_t src;   // block index
-    int16_t port;  // -1: control
-    int32_t input; // input index at the destination
-  };
+  RegionInputs in;
   // Local inputs of every node (by block index) and how many inputs came
   // from elsewhere (arguments, results of calls); and local consumers.
-  std::vector<std::vector<In>> ins(size);
-  std::vector<std::vector<int32_t>> outs(size);
+  in.ins.resize(size);
+  in.outs.resize(size);
   for (int32_t i = 0; i < size; ++i) {
     const NodeBuild& u = nodes[blk.nodes[i]];
     for (const OutEdge& e : u.edges) {
       if (e.kind != EdgeKind::kLocal) continue;
       const NodeBuild& d = nodes[e.dst];
       if (d.block != blk.id) continue;
-      ins[d.index].push_back({i, e.src_port, e.dst_slot - d.slot_base});
-      outs[i].push_back(d.index);
+      in.ins[d.index].push_back({i, e.src_port, e.dst_slot - d.slot_base});
+      in.outs[i].push_back(d.index);
     }
   }
-  auto eligible = [&](const NodeBuild& n) {
-    if (Info(n).folded || n.has_invariants || !Info(n).return_edges_by_label.empty()) return false;
+  in.eligible.resize(size);
+  for (int32_t i = 0; i < size; ++i) {
+    const NodeBuild& n = nodes[blk.nodes[i]];
+    bool ok = !Info(n).folded && !n.has_invariants && Info(n).return_edges_by_label.empty();
     switch (n.kind) {
       case NodeKind::kKernel:
       case NodeKind::kSwitch:
@@ -189,35 +191,77 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
       case NodeKind::kMerge:
       case NodeKind::kReturn:
       case NodeKind::kInvoke:  // dynamic mode: a dead Invoke only passes dead on
-        return true;
-      case NodeKind::kCall:  // a site joins whole, both parts of a split site included (joins())
-        return true;
+      case NodeKind::kCall:    // a site joins whole, both parts of a split site included
+        break;
       default:
-        return false;
+        ok = false;
     }
-  };
+    in.eligible[i] = ok;
+  }
   // Calls and Returns of each call site (by a Call of the site).
-  std::map<int32_t, std::vector<int32_t>> site_of_return;  // Return index -> the site's Call indices
   for (int32_t i = 0; i < size; ++i) {
     const NodeBuild& n = nodes[blk.nodes[i]];
     if (n.kind != NodeKind::kCall) continue;
     std::vector<int32_t> calls;
     for (int32_t c : Info(n).site_calls()) calls.push_back(nodes[c].index);
     if (calls.empty()) calls.push_back(i);
-    for (const auto& [ret, slot] : Info(n).site_returns()) site_of_return[nodes[ret].index] = calls;
+    for (const auto& [ret, slot] : Info(n).site_returns()) in.site_of_return[nodes[ret].index] = calls;
   }
-  std::vector<std::vector<int32_t>> returns_of_call(size);  // the inverse
-  for (const auto& [ret, calls] : site_of_return)
-    for (int32_t c : calls) returns_of_call[c].push_back(ret);
+  in.returns_of_call.resize(size);
+  for (const auto& [ret, calls] : in.site_of_return)
+    for (int32_t c : calls) in.returns_of_call[c].push_back(ret);
   // Groups: Switches by predicate producer (block index, port).
   std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_pred;
   for (int32_t i = 0; i < size; ++i) {
     const NodeBuild& n = nodes[blk.nodes[i]];
     if (n.kind != NodeKind::kSwitch || n.has_invariants || n.num_data_inputs != 2) continue;
-    for (const In& in : ins[i]) {
-      if (in.input == 1 && in.port >= 0) by_pred[{in.src, in.port}].push_back(i);  // the predicate's producer
+    for (const RegionInputs::In& x : in.ins[i]) {
+      if (x.input == 1 && x.port >= 0) by_pred[{x.src, x.port}].push_back(i);  // the predicate's producer
     }
   }
+  for (auto& [key, members] : by_pred) in.groups.push_back(members);
+  in.member_of.assign(size, -1);  // a Switch has one predicate: one group
+  for (size_t g = 0; g < in.groups.size(); ++g)
+    for (int32_t m : in.groups[g]) in.member_of[m] = static_cast<int32_t>(g);
+  // Regions 2g and 2g + 1 of the block: group g's ports.
+  const int32_t base = static_cast<int32_t>(regions_.size());
+  region_base_[blk.id] = base;
+  for (size_t g = 0; g < in.groups.size(); ++g) {
+    for (int32_t port = 0; port < 2; ++port) {
+      const int32_t id = static_cast<int32_t>(regions_.size());
+      regions_.push_back({blk.id, static_cast<int32_t>(g), port, -1, id, 0});
+    }
+  }
+  for (size_t g = 0; g < in.groups.size(); ++g)
+    for (int32_t m : in.groups[g]) predicate_group_of_[blk.nodes[m]] = static_cast<int32_t>(g);
+  if (!BuildNestedRegions(blk, in, base, skip)) BuildRegionsOneByOne(blk, in, base, skip);
+}
+
+void Compiler::InstallDeadRegionGroup(ExecBlock& blk, const std::vector<int32_t>& members,
+                                      std::vector<OutEdge> frontier[2]) {
+  DeadRegionGroup drg;
+  drg.members = static_cast<int32_t>(members.size());
+  drg.counter_index = static_cast<int32_t>(blk.nodes.size() + blk.dead_regions.size());
+  drg.frontier[0] = std::move(frontier[0]);
+  drg.frontier[1] = std::move(frontier[1]);
+  for (int32_t m : members) nodes_[blk.nodes[m]].switch_group = static_cast<int32_t>(blk.dead_regions.size());
+  blk.dead_regions.push_back(std::move(drg));
+}
+
+// Each region by a worklist of its own: a node inside K nested Conds is
+// visited K times. For blocks whose regions BuildNestedRegions cannot
+// build (see there).
+void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, int32_t base, bool skip) {
+  std::vector<NodeBuild>& nodes = nodes_;
+  const int32_t size = static_cast<int32_t>(blk.nodes.size());
+  using In = RegionInputs::In;
+  const auto& ins = inputs.ins;
+  const auto& outs = inputs.outs;
+  const auto& site_of_return = inputs.site_of_return;
+  const auto& returns_of_call = inputs.returns_of_call;
+  const auto& groups = inputs.groups;
+  const auto& member_of = inputs.member_of;
+  auto eligible = [&](const NodeBuild& n) { return inputs.eligible[n.index] != 0; };
   // A region's nodes are a list, not a flag per node of the block: a body
   // of K Conds has 2K regions, and K flags each cost K^2 (10^4 Conds: GBs).
   // Membership is read through `mark` (mark[v] == stamp: in the region
@@ -227,13 +271,8 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
     int32_t port;
     std::vector<int32_t> in;  // block indices, ascending
   };
-  std::vector<std::vector<int32_t>> groups;
-  for (auto& [key, members] : by_pred) groups.push_back(members);
   std::vector<uint8_t> enabled(groups.size(), 1);
   std::vector<Region> regions;  // regions[2 * g + port]
-  std::vector<int32_t> member_of(size, -1);  // a Switch has one predicate: one group
-  for (size_t g = 0; g < groups.size(); ++g)
-    for (int32_t m : groups[g]) member_of[m] = static_cast<int32_t>(g);
   std::vector<int32_t> mark(size, 0);
   int32_t stamp = 0;
   std::vector<int32_t> work;
@@ -310,10 +349,10 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
       for (int32_t m : groups[g]) enabled[g] &= !in_r(m);
       // Which nodes a predicate value makes dead is a fact of the graph,
       // whether the group jumps or not (ForwardExclusiveResultMerges).
-      for (int32_t v : r.in) dead_with_[blk.nodes[v]].push_back({blk.id, static_cast<int32_t>(g), port});
+      for (int32_t v : r.in)
+        dead_with_[blk.nodes[v]].push_back({blk.id, r.group, port, base + 2 * r.group + port});
       regions.push_back(std::move(r));
     }
-    for (int32_t m : groups[g]) predicate_group_of_[blk.nodes[m]] = static_cast<int32_t>(g);
   }
   if (!skip) return;
   // Overlapping regions must nest group-wise: a group partly inside
@@ -380,9 +419,7 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
     if (!enabled[g]) continue;
     const bool any = !regions[2 * g].in.empty() || !regions[2 * g + 1].in.empty();
     if (!any) continue;  // nothing to skip
-    DeadRegionGroup drg;
-    drg.members = static_cast<int32_t>(groups[g].size());
-    drg.counter_index = size + static_cast<int32_t>(blk.dead_regions.size());
+    std::vector<OutEdge> frontier[2];
     bool local = true;  // every frontier edge stays in the frame (else: no skipping)
     for (size_t ri = 2 * g; ri < 2 * g + 2; ++ri) {
       const Region& r = regions[ri];
@@ -399,13 +436,11 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
           if (!in_r(u) && e.src_port != r.port) continue;  // a member's other port and control edges
           local &= e.kind == EdgeKind::kLocal && nodes[e.dst].block == blk.id;
           if (nodes[e.dst].block == blk.id && in_r(nodes[e.dst].index)) continue;
-          drg.frontier[r.port].push_back(e);
+          frontier[r.port].push_back(e);
         }
       }
     }
-    if (!local) continue;
-    for (int32_t m : groups[g]) nodes[blk.nodes[m]].switch_group = static_cast<int32_t>(blk.dead_regions.size());
-    blk.dead_regions.push_back(std::move(drg));
+    if (local) InstallDeadRegionGroup(blk, groups[g], frontier);
   }
 }
 

@@ -343,10 +343,7 @@ void Compiler::ForwardExclusiveResultMerges() {
 bool Compiler::Exclusive(int32_t a, int32_t b) const {
   auto ia = dead_with_.find(a), ib = dead_with_.find(b);
   if (ia == dead_with_.end() || ib == dead_with_.end()) return false;
-  for (const DeadWith& x : ia->second)
-    for (const DeadWith& y : ib->second)
-      if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
-  return false;
+  return ExclusiveDeadWith(ia->second, ib->second);
 }
 
 // A Return inside a function body only pops the tag: it passes the

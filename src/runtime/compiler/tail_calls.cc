@@ -5,8 +5,8 @@
 // the caller's are tail sites, whose caller's frame is handed over to its
 // callee once its own work is done. Turned off by
 // SessionOptions::release_tail_callers (the hand-over) and
-// forward_call_values (both). Pinned by tests/runtime/tail_results_test.cc
-// and acceptance_regressions_test.cc.
+// forward_call_values (both). Pinned by tests/runtime/tail_results_test.cc,
+// acceptance_regressions_test.cc and many_functions_test.cc (nested Conds).
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -61,27 +61,11 @@ void Compiler::ForwardTailResults() {
     std::vector<DeadWith> out;
     if (p.node < 0) return out;
     if (auto it = dead_with_.find(p.node); it != dead_with_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
-    if (auto it = predicate_group_of_.find(p.node); it != predicate_group_of_.end() && p.port >= 0)
-      out.push_back({nodes[p.node].block, it->second, p.port});
+    if (auto it = predicate_group_of_.find(p.node); it != predicate_group_of_.end() && p.port >= 0) {
+      const int32_t block = nodes[p.node].block;
+      out.push_back({block, it->second, p.port, RegionId(block, it->second, p.port)});
+    }
     return out;
-  };
-  // A node of nested Conds is dead with every enclosing branch: long
-  // lists, compared through a table of one's (block, group) -> ports
-  // rather than pair by pair. (Ports are a Switch's, 0 or 1.)
-  auto exclusive = [](const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) {
-    if (a.size() * b.size() <= 64) {
-      for (const DeadWith& x : a)
-        for (const DeadWith& y : b)
-          if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
-      return false;
-    }
-    absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> ports;
-    for (const DeadWith& x : a) ports[{x.block, x.group}] |= uint32_t{1} << x.port;
-    for (const DeadWith& y : b) {
-      auto it = ports.find({y.block, y.group});
-      if (it != ports.end() && (it->second & ~(uint32_t{1} << y.port)) != 0) return true;
-    }
-    return false;
   };
   // What input `input` of Merge `merge` leads to, by its own checks: -1
   // (no tail result), the result Merge itself, or -2: on to `next`.
@@ -100,7 +84,7 @@ void Compiler::ForwardTailResults() {
     for (int32_t other = 0; other < m.num_inputs; ++other) {
       if (other == input) continue;
       auto it = producers.find(key(merge, other));
-      if (it == producers.end() || !exclusive(dead, dead_with(it->second))) return {-1};
+      if (it == producers.end() || !ExclusiveDeadWith(dead, dead_with(it->second))) return {-1};
     }
     if (!Info(m).return_edges_by_label.empty()) {
       for (const OutEdge& e : m.edges) {
