@@ -291,10 +291,27 @@ void Compiler::ForwardPivotSwitches() {
 // delivers itself and the Merge fires only when the other input is live.
 void Compiler::ForwardExclusiveResultMerges() {
   std::vector<NodeBuild>& nodes = nodes_;
+  auto candidate = [&](const NodeBuild& r) {
+    return r.kind == NodeKind::kMerge && !Info(r).return_edges_by_label.empty() && r.num_inputs == 2 &&
+           !r.has_invariants && exe_->blocks[r.block].kind == ExecBlock::Kind::kFunction;
+  };
+  // The edges into each candidate from its frame, (producer, edge index)
+  // in block and edge order, taken in one pass (a scan of the block per
+  // result Merge was quadratic in a body's results). Forwarding one Merge
+  // appends Return edges only, so the indices stay valid.
+  absl::flat_hash_map<int32_t, std::vector<std::pair<int32_t, int32_t>>> into_candidate;
+  for (const ExecBlock& blk : exe_->blocks) {
+    if (blk.kind != ExecBlock::Kind::kFunction) continue;
+    for (int32_t id : blk.nodes) {
+      const std::vector<OutEdge>& edges = nodes[id].edges;
+      for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+        const NodeBuild& d = nodes[edges[k].dst];
+        if (d.block == blk.id && candidate(d)) into_candidate[d.id].push_back({id, k});
+      }
+    }
+  }
   for (NodeBuild& r : nodes) {
-    if (r.kind != NodeKind::kMerge || Info(r).return_edges_by_label.empty() || r.num_inputs != 2 || r.has_invariants ||
-        exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
-      continue;
+    if (!candidate(r)) continue;
     bool returns_only = true;  // a local consumer would get a dead token from each producer
     for (const OutEdge& e : r.edges) returns_only &= e.kind == EdgeKind::kReturn && e.src_port == 0;
     if (!returns_only) continue;
@@ -302,19 +319,15 @@ void Compiler::ForwardExclusiveResultMerges() {
     int32_t producer[2] = {-1, -1}, edge_of[2] = {-1, -1};
     int found = 0;
     bool ok = true;
-    for (int32_t id : exe_->blocks[r.block].nodes) {
-      const std::vector<OutEdge>& edges = nodes[id].edges;
-      for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
-        if (edges[k].dst != r.id) continue;
-        const int32_t input = edges[k].dst_slot - r.slot_base;
-        if (input < 0 || input > 1 || producer[input] >= 0 || id == producer[1 - input]) {
-          ok = false;
-          continue;
-        }
-        producer[input] = id;
-        edge_of[input] = k;
-        ++found;
+    for (const auto& [id, k] : into_candidate[r.id]) {
+      const int32_t input = nodes[id].edges[k].dst_slot - r.slot_base;
+      if (input < 0 || input > 1 || producer[input] >= 0 || id == producer[1 - input]) {
+        ok = false;
+        continue;
       }
+      producer[input] = id;
+      edge_of[input] = k;
+      ++found;
     }
     if (!ok || found != 2) continue;
     // A producer that is not such a kernel (a Merge of tail calls, a
