@@ -165,19 +165,40 @@ void Compiler::BuildDeadDataFrontiers() {
 void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   std::vector<NodeBuild>& nodes = nodes_;
   const int32_t size = static_cast<int32_t>(blk.nodes.size());
+  region_base_.resize(exe_->blocks.size(), -1);
+  region_base_[blk.id] = static_cast<int32_t>(regions_.size());
+  // A body without a Switch has no regions: no lists per node to build
+  // (f_i(n) = n + i of 10^5 functions).
+  bool any_switch = false;
+  for (int32_t id : blk.nodes)
+    any_switch |= nodes[id].kind == NodeKind::kSwitch && !nodes[id].has_invariants && nodes[id].num_data_inputs == 2;
+  if (!any_switch) return;
   RegionInputs in;
   // Local inputs of every node (by block index) and how many inputs came
   // from elsewhere (arguments, results of calls); and local consumers.
-  in.ins.resize(size);
-  in.outs.resize(size);
+  auto local = [&](const OutEdge& e) { return e.kind == EdgeKind::kLocal && nodes[e.dst].block == blk.id; };
+  in.in_begin.assign(size + 1, 0);
+  in.out_begin.assign(size + 1, 0);
   for (int32_t i = 0; i < size; ++i) {
-    const NodeBuild& u = nodes[blk.nodes[i]];
-    for (const OutEdge& e : u.edges) {
-      if (e.kind != EdgeKind::kLocal) continue;
+    for (const OutEdge& e : nodes[blk.nodes[i]].edges) {
+      if (!local(e)) continue;
+      ++in.in_begin[nodes[e.dst].index + 1];
+      ++in.out_begin[i + 1];
+    }
+  }
+  for (int32_t i = 0; i < size; ++i) {
+    in.in_begin[i + 1] += in.in_begin[i];
+    in.out_begin[i + 1] += in.out_begin[i];
+  }
+  in.in_list.resize(in.in_begin[size]);
+  in.out_list.resize(in.out_begin[size]);
+  std::vector<int32_t> in_fill(in.in_begin.begin(), in.in_begin.end() - 1);
+  for (int32_t i = 0, out_fill = 0; i < size; ++i) {
+    for (const OutEdge& e : nodes[blk.nodes[i]].edges) {
+      if (!local(e)) continue;
       const NodeBuild& d = nodes[e.dst];
-      if (d.block != blk.id) continue;
-      in.ins[d.index].push_back({i, e.src_port, e.dst_slot - d.slot_base});
-      in.outs[i].push_back(d.index);
+      in.in_list[in_fill[d.index]++] = {i, e.src_port, e.dst_slot - d.slot_base};
+      in.out_list[out_fill++] = d.index;
     }
   }
   in.eligible.resize(size);
@@ -215,7 +236,7 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   for (int32_t i = 0; i < size; ++i) {
     const NodeBuild& n = nodes[blk.nodes[i]];
     if (n.kind != NodeKind::kSwitch || n.has_invariants || n.num_data_inputs != 2) continue;
-    for (const RegionInputs::In& x : in.ins[i]) {
+    for (const RegionInputs::In& x : in.ins(i)) {
       if (x.input == 1 && x.port >= 0) by_pred[{x.src, x.port}].push_back(i);  // the predicate's producer
     }
   }
@@ -225,7 +246,6 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
     for (int32_t m : in.groups[g]) in.member_of[m] = static_cast<int32_t>(g);
   // Regions 2g and 2g + 1 of the block: group g's ports.
   const int32_t base = static_cast<int32_t>(regions_.size());
-  region_base_[blk.id] = base;
   for (size_t g = 0; g < in.groups.size(); ++g) {
     for (int32_t port = 0; port < 2; ++port) {
       const int32_t id = static_cast<int32_t>(regions_.size());
@@ -234,7 +254,9 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   }
   for (size_t g = 0; g < in.groups.size(); ++g)
     for (int32_t m : in.groups[g]) predicate_group_of_[blk.nodes[m]] = static_cast<int32_t>(g);
-  if (!BuildNestedRegions(blk, in, base, skip)) BuildRegionsOneByOne(blk, in, base, skip);
+  // One group's two regions cannot nest: one by one, they cost less than
+  // the tree's bookkeeping (a body of one Cond, as most are).
+  if (in.groups.size() < 2 || !BuildNestedRegions(blk, in, base, skip)) BuildRegionsOneByOne(blk, in, base, skip);
 }
 
 void Compiler::InstallDeadRegionGroup(ExecBlock& blk, const std::vector<int32_t>& members,
@@ -255,8 +277,8 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
   std::vector<NodeBuild>& nodes = nodes_;
   const int32_t size = static_cast<int32_t>(blk.nodes.size());
   using In = RegionInputs::In;
-  const auto& ins = inputs.ins;
-  const auto& outs = inputs.outs;
+  auto ins = [&](int32_t v) { return inputs.ins(v); };
+  auto outs = [&](int32_t v) { return inputs.outs(v); };
   const auto& site_of_return = inputs.site_of_return;
   const auto& returns_of_call = inputs.returns_of_call;
   const auto& groups = inputs.groups;
@@ -273,9 +295,11 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
   };
   std::vector<uint8_t> enabled(groups.size(), 1);
   std::vector<Region> regions;  // regions[2 * g + port]
+  regions.reserve(2 * groups.size());
   std::vector<int32_t> mark(size, 0);
   int32_t stamp = 0;
   std::vector<int32_t> work;
+  work.reserve(size);
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int32_t port = 0; port < 2; ++port) {
       Region r{static_cast<int32_t>(g), port, {}};
@@ -288,8 +312,8 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
         const NodeBuild& n = nodes[blk.nodes[v]];
         if (!eligible(n)) return false;
         if (n.kind == NodeKind::kMerge) {
-          if (static_cast<int32_t>(ins[v].size()) != n.num_inputs) return false;
-          for (const In& in : ins[v])
+          if (static_cast<int32_t>(ins(v).size()) != n.num_inputs) return false;
+          for (const In& in : ins(v))
             if (!dead_input(in)) return false;
           return true;
         }
@@ -301,14 +325,14 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
           return true;
         }
         bool any = false;
-        for (const In& in : ins[v]) any |= dead_input(in);
+        for (const In& in : ins(v)) any |= dead_input(in);
         if (!any || n.kind != NodeKind::kCall) return any;
         // A call site joins whole: every argument's Call is dead.
         for (int32_t c : Info(n).site_calls()) {
           const int32_t ci = nodes[c].index;
           if (ci == v) continue;
           bool dead = false;
-          for (const In& in : ins[ci]) dead |= dead_input(in);
+          for (const In& in : ins(ci)) dead |= dead_input(in);
           if (!dead || !eligible(nodes[c])) return false;
         }
         return true;
@@ -327,12 +351,12 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
       auto add = [&](int32_t v) {
         mark[v] = region_stamp;
         r.in.push_back(v);
-        for (int32_t d : outs[v]) push(d);
+        for (int32_t d : outs(v)) push(d);
         for (int32_t ret : returns_of_call[v]) work.push_back(ret);
       };
       work.clear();
       for (int32_t m : groups[g])
-        for (int32_t d : outs[m]) push(d);
+        for (int32_t d : outs(m)) push(d);
       while (!work.empty()) {
         const int32_t v = work.back();
         work.pop_back();
@@ -361,11 +385,24 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
   // Only the groups that region `a` touches (a member of theirs, or a node
   // of one of their regions, is in `a`) can be disabled by it: the others
   // are found through regions_of, not tried one by one against a.
-  std::vector<std::vector<int32_t>> regions_of(size);  // node -> regions holding it, ascending
-  for (size_t ri = 0; ri < regions.size(); ++ri)
-    for (int32_t v : regions[ri].in) regions_of[v].push_back(static_cast<int32_t>(ri));
+  // node -> regions holding it, ascending; packed (a list per node was an
+  // allocation per node of every region)
+  std::vector<int32_t> regions_begin(size + 1, 0), regions_list;
+  for (const Region& r : regions)
+    for (int32_t v : r.in) ++regions_begin[v + 1];
+  for (int32_t v = 0; v < size; ++v) regions_begin[v + 1] += regions_begin[v];
+  regions_list.resize(regions_begin[size]);
+  {
+    std::vector<int32_t> fill(regions_begin.begin(), regions_begin.end() - 1);
+    for (size_t ri = 0; ri < regions.size(); ++ri)
+      for (int32_t v : regions[ri].in) regions_list[fill[v]++] = static_cast<int32_t>(ri);
+  }
+  auto regions_of = [&](int32_t v) {
+    return absl::MakeConstSpan(regions_list.data() + regions_begin[v], regions_begin[v + 1] - regions_begin[v]);
+  };
   auto holds = [&](int32_t b, int32_t v) {
-    return std::binary_search(regions_of[v].begin(), regions_of[v].end(), b);
+    const auto of = regions_of(v);
+    return std::binary_search(of.begin(), of.end(), b);
   };
   std::vector<int32_t> inside_stamp(groups.size(), 0), inside(groups.size(), 0), touch_stamp(regions.size(), 0);
   std::vector<int32_t> touched_groups;
@@ -384,7 +421,7 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
           }
           ++inside[h];
         }
-        for (int32_t b : regions_of[v]) {
+        for (int32_t b : regions_of(v)) {
           if (touch_stamp[b] == a_stamp) continue;
           touch_stamp[b] = a_stamp;
           touched_groups.push_back(regions[b].group);

@@ -159,7 +159,7 @@ bool Compiler::BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_
   };
   std::vector<int32_t> waiting(vertices, 0);
   for (int32_t v = 0; v < size; ++v) {
-    waiting[v] = static_cast<int32_t>(in.ins[v].size()) + (return_site[v] >= 0 ? 1 : 0);
+    waiting[v] = static_cast<int32_t>(in.ins(v).size()) + (return_site[v] >= 0 ? 1 : 0);
     if (in.member_of[v] >= 0) ++waiting[group_vertex + in.member_of[v]];
     if (site_of[v] >= 0) ++waiting[site_vertex + site_of[v]];
   }
@@ -176,14 +176,14 @@ bool Compiler::BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_
       if (via(v) != v) {
         release(via(v));
       } else {
-        for (int32_t d : in.outs[v]) release(d);
+        for (int32_t d : in.outs(v)) release(d);
       }
     } else if (v < site_vertex) {
       for (int32_t m : in.groups[v - group_vertex])
-        for (int32_t d : in.outs[m]) release(d);
+        for (int32_t d : in.outs(m)) release(d);
     } else {
       for (int32_t c : site_calls[v - site_vertex])
-        for (int32_t d : in.outs[c]) release(d);
+        for (int32_t d : in.outs(c)) release(d);
       for (int32_t r : site_returns[v - site_vertex]) release(r);
     }
   }
@@ -246,9 +246,9 @@ bool Compiler::BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_
     }
     if (n.kind == NodeKind::kMerge) {
       // Dead when every input is: the deepest region all inputs share.
-      if (static_cast<int32_t>(in.ins[v].size()) != n.num_inputs || in.ins[v].empty()) continue;
-      int32_t set = input_chain(in.ins[v].front());
-      for (const RegionInputs::In& x : in.ins[v]) {
+      if (static_cast<int32_t>(in.ins(v).size()) != n.num_inputs || in.ins(v).empty()) continue;
+      int32_t set = input_chain(in.ins(v).front());
+      for (const RegionInputs::In& x : in.ins(v)) {
         const int32_t c = input_chain(x);
         if (c == -2) return undo();
         set = set < 0 || c < 0 ? -1 : CommonRegion(set, c);
@@ -257,7 +257,7 @@ bool Compiler::BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_
       continue;
     }
     int32_t set = -1;
-    for (const RegionInputs::In& x : in.ins[v]) set = join(set, input_chain(x));
+    for (const RegionInputs::In& x : in.ins(v)) set = join(set, input_chain(x));
     if (set == -2) return undo();
     if (n.kind == NodeKind::kCall) {
       any_input[v] = set;  // the site decides
