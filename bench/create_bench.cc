@@ -1,10 +1,15 @@
 // tdf_create_bench: what Session::Create costs against the size of the
 // program it is given (issue #26 item 5): time and peak memory per Create.
 //
-// Cases (static mode; every function body is a Cond):
+// Cases (static mode; every function body is a Cond unless said):
 //   calls/N    main calls each of N functions once (reference::ManyCalls(N, N))
+//   plaincalls/N  the same with bodies of one Add, f_i(n) = n + i, no Cond
 //   sites/N    main calls one function N times (reference::ManyCalls(N, 1))
 //   chain/N    N functions, each calling the next (reference::CallChain(N))
+//   longbody/K one function whose body is K Conds in sequence (reference::LongBody(K))
+//   widebody/K one function whose body makes K calls of another (reference::WideBody(K))
+//   multiway/D one function whose body is a D-way if, D Conds each in the
+//              else branch of the one before (reference::MultiWayIf(D))
 //   opchain/L  a main graph of L Adds and no calls (reference::OpChain(L))
 // Each case builds its graph once, outside the timing, and checks one run's
 // answer against the native one. The time (manual, wall clock) is that of
@@ -47,6 +52,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 #include "tdf/session.h"
 
@@ -90,7 +96,29 @@ struct Shape {
   int64_t size = 0;
 };
 
+// Main calls each of `functions` functions f_i(n) = n + i once and sums
+// the results: the smallest body a function can have.
+tdf::Graph PlainCalls(int64_t functions) {
+  tdf::GraphBuilder b;
+  for (int64_t i = 0; i < functions; ++i) {
+    (void)b.DefineFunction({absl::StrCat("f", i), {{"n", tdf::DType::kInt64}}, {{"r", tdf::DType::kInt64}}},
+                           [i](tdf::GraphBuilder& f, const std::vector<tdf::Output>& a) -> std::vector<tdf::Output> {
+                             return {f.Add(a[0], f.Const<int64_t>(i))};
+                           });
+  }
+  tdf::Output n = b.Placeholder("n", tdf::DType::kInt64);
+  tdf::Output sum = b.Call("f0", {n})[0];
+  for (int64_t i = 1; i < functions; ++i) sum = b.Add(sum, b.Call(absl::StrCat("f", i), {n})[0]);
+  b.Identity(sum, "result");
+  absl::StatusOr<tdf::Graph> g = b.Build();
+  return g.ok() ? *std::move(g) : tdf::Graph();
+}
+
 tdf::Graph Build(const Shape& s) {
+  if (s.family == "longbody") return tdf::reference::LongBody(s.size);
+  if (s.family == "widebody") return tdf::reference::WideBody(s.size);
+  if (s.family == "multiway") return tdf::reference::MultiWayIf(s.size);
+  if (s.family == "plaincalls") return PlainCalls(s.size);
   if (s.family == "calls") return tdf::reference::ManyCalls(s.size, s.size);
   if (s.family == "sites") return tdf::reference::ManyCalls(s.size, 1);
   if (s.family == "chain") return tdf::reference::CallChain(s.size);
@@ -98,6 +126,10 @@ tdf::Graph Build(const Shape& s) {
 }
 
 int64_t Expected(const Shape& s, int64_t n) {
+  if (s.family == "longbody") return tdf::reference::NativeLongBody(s.size, n);
+  if (s.family == "widebody") return tdf::reference::NativeWideBody(s.size, n);
+  if (s.family == "multiway") return tdf::reference::NativeMultiWayIf(s.size, n);
+  if (s.family == "plaincalls") return tdf::reference::NativeManyCalls(s.size, s.size, n);  // n > 0: the same
   if (s.family == "calls") return tdf::reference::NativeManyCalls(s.size, s.size, n);
   if (s.family == "sites") return tdf::reference::NativeManyCalls(s.size, 1, n);
   if (s.family == "chain") return tdf::reference::NativeCallChain(s.size, n);
@@ -177,8 +209,11 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {1000, 2000, 4000, 8000, 10000};
   if (!quick) sizes.push_back(100000);
   std::vector<Shape> shapes;
-  for (const char* family : {"calls", "sites", "chain"})
+  for (const char* family : {"calls", "plaincalls", "sites", "chain"})
     for (int64_t n : sizes) shapes.push_back({family, n});
+  // One large body: its passes must not scan the body per node.
+  for (const char* family : {"longbody", "widebody", "multiway"})
+    for (int64_t n : {int64_t{100}, int64_t{1000}, int64_t{4000}, int64_t{16000}}) shapes.push_back({family, n});
   shapes.push_back({"opchain", quick ? int64_t{100000} : int64_t{1000000}});
   for (const Shape& s : shapes) {
     const std::string name = absl::StrCat("create/", s.family, "/", s.size);

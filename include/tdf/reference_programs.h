@@ -21,7 +21,13 @@
 //   ManyCalls(C, F): result = f_{0 % F}(n) + ... + f_{(C-1) % F}(n), C call sites of F functions
 //              f_i(n) = n <= 0 ? i : n + i                       ManyCalls(C, F) "n"
 //   CallChain(F): result = f_0(n); f_i(n) = n <= 0 ? 0 : f_{i+1}(n) + 1; f_{F-1}(n) = n   CallChain(F) "n"
-//   (ManyCalls and CallChain are large programs, not deep runs: Session::Create's cost, bench/create_bench.cc)
+//   LongBody(K): result = f(n); f's body is K Conds in sequence, x = n, then K times
+//              x = x <= 0 ? x + n * n + 1 : x - 1               LongBody(K) "n"
+//   WideBody(K): result = f(n); f(n) = g(n) + ... + g(n) (K calls), g(n) = n <= 0 ? 1 : n + 1   WideBody(K) "n"
+//   MultiWayIf(D): result = f(n); f(n) = n == 0 ? 0 : n == 1 ? 10 : ... : n == D - 1 ? 10 (D - 1) : -1,
+//              D Conds each nested in the else branch of the one before   MultiWayIf(D) "n"
+//   (ManyCalls, CallChain, LongBody, WideBody and MultiWayIf are large programs, not deep runs:
+//   Session::Create's cost, bench/create_bench.cc)
 #ifndef TDF_REFERENCE_PROGRAMS_H_
 #define TDF_REFERENCE_PROGRAMS_H_
 
@@ -48,6 +54,9 @@ Graph CallInWhile();
 Graph WhileInFunction();
 Graph ManyCalls(int64_t calls, int64_t functions);
 Graph CallChain(int64_t functions);
+Graph LongBody(int64_t conds);
+Graph WideBody(int64_t calls);
+Graph MultiWayIf(int64_t depth);
 
 // Native C++ versions, for checking answers.
 int64_t NativeFib(int64_t n);
@@ -63,6 +72,9 @@ int64_t NativeCallInWhile(int64_t n);
 int64_t NativeWhileInFunction(int64_t n);
 int64_t NativeManyCalls(int64_t calls, int64_t functions, int64_t n);
 int64_t NativeCallChain(int64_t functions, int64_t n);
+int64_t NativeLongBody(int64_t conds, int64_t n);
+int64_t NativeWideBody(int64_t calls, int64_t n);
+int64_t NativeMultiWayIf(int64_t depth, int64_t n);
 
 }  // namespace reference
 }  // namespace tdf

@@ -262,6 +262,68 @@ Graph CallChain(int64_t functions) {
   return BuildOrDie(b);
 }
 
+Graph LongBody(int64_t conds) {
+  GraphBuilder b;
+  (void)b.DefineFunction(Sig("f", {{"n", kI64}}, {{"r", kI64}}), [conds](GraphBuilder& f, const Outs& a) -> Outs {
+    Output n = a[0], x = n;
+    for (int64_t k = 0; k < conds; ++k) {
+      x = f.Cond(
+          f.LessEqual(x, I(f, 0)), [&] { return Outs{f.Add(x, f.Add(f.Mul(n, n), I(f, 1)))}; },
+          [&] { return Outs{f.Sub(x, I(f, 1))}; })[0];
+    }
+    return Outs{x};
+  });
+  Output n = b.Placeholder("n", kI64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  return BuildOrDie(b);
+}
+
+Graph WideBody(int64_t calls) {
+  GraphBuilder b;
+  (void)b.DefineFunction(Sig("g", {{"n", kI64}}, {{"r", kI64}}), [](GraphBuilder& f, const Outs& a) -> Outs {
+    return f.Cond(
+        f.LessEqual(a[0], I(f, 0)), [&] { return Outs{I(f, 1)}; }, [&] { return Outs{f.Add(a[0], I(f, 1))}; });
+  });
+  (void)b.DefineFunction(Sig("f", {{"n", kI64}}, {{"r", kI64}}), [calls](GraphBuilder& f, const Outs& a) -> Outs {
+    Output sum = f.Call("g", {a[0]})[0];
+    for (int64_t k = 1; k < calls; ++k) sum = f.Add(sum, f.Call("g", {a[0]})[0]);
+    return Outs{sum};
+  });
+  Output n = b.Placeholder("n", kI64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  return BuildOrDie(b);
+}
+
+Graph MultiWayIf(int64_t depth) {
+  GraphBuilder b;
+  // The nodes GraphBuilder::Cond makes for these nested Conds (a pivot
+  // Switch and its then/else Identities, a Switch passing n on to the
+  // else branch, a Merge of the branches' values), written out with
+  // short names: Cond names a node by every enclosing branch, and the
+  // names of a D-deep nest add up to O(D^2) bytes.
+  (void)b.DefineFunction(Sig("f", {{"n", kI64}}, {{"r", kI64}}), [depth](GraphBuilder& f, const Outs& a) -> Outs {
+    Output x = a[0];  // n, in the else branch of every Cond so far
+    std::vector<Output> then_values;
+    Output else_pivot;
+    for (int64_t k = 0; k < depth; ++k) {
+      Output pred = f.Equal(x, I(f, k));
+      std::vector<Output> pivot = f.Outputs(f.Op("Switch", {pred, pred}, {{"T", DType::kBool}}));
+      Output then_value = I(f, 10 * k);
+      f.AddControlInput(then_value, f.Identity(pivot[1]));
+      then_values.push_back(then_value);
+      else_pivot = f.Identity(pivot[0]);
+      if (k + 1 < depth) x = f.Outputs(f.Op("Switch", {x, pred}, {{"T", kI64}}))[0];
+    }
+    Output value = I(f, -1);
+    if (depth > 0) f.AddControlInput(value, else_pivot);
+    for (int64_t k = depth - 1; k >= 0; --k) value = f.Op("Merge", {value, then_values[k]}, {{"T", kI64}});
+    return Outs{value};
+  });
+  Output n = b.Placeholder("n", kI64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  return BuildOrDie(b);
+}
+
 Graph CallInWhile() {
   GraphBuilder b;
   (void)b.DefineFunction(Sig("fib", {{"n", kI64}}, {{"r", kI64}}), [](GraphBuilder& f, const Outs& a) -> Outs {
@@ -360,6 +422,13 @@ int64_t NativeManyCalls(int64_t calls, int64_t functions, int64_t n) {
   for (int64_t k = 0; k < calls; ++k) s += n <= 0 ? k % functions : n + k % functions;
   return s;
 }
+int64_t NativeLongBody(int64_t conds, int64_t n) {
+  int64_t x = n;
+  for (int64_t k = 0; k < conds; ++k) x = x <= 0 ? x + n * n + 1 : x - 1;
+  return x;
+}
+int64_t NativeMultiWayIf(int64_t depth, int64_t n) { return n >= 0 && n < depth ? 10 * n : -1; }
+int64_t NativeWideBody(int64_t calls, int64_t n) { return calls * (n <= 0 ? 1 : n + 1); }
 int64_t NativeCallChain(int64_t functions, int64_t n) {
   if (functions == 1) return n;
   return n <= 0 ? 0 : n + functions - 1;

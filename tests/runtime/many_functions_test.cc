@@ -1,8 +1,9 @@
-// Programs with thousands of functions and call sites (issue #26 item 5):
-// Session::Create indexes call sites once instead of scanning a block per
-// Call and every node per function, and each site must still get its own
-// Calls, Returns and arguments. Their answers are checked here; their
-// Create time is measured in bench/create_bench.cc, never asserted.
+// Programs with thousands of functions, call sites or Conds (issue #26 item
+// 5): Session::Create indexes call sites once instead of scanning a block
+// per Call and every node per function, and builds a body's dead regions
+// from worklists, and each site must still get its own Calls, Returns and
+// arguments, each Cond its own regions. Their answers are checked here;
+// their Create time is measured in bench/create_bench.cc, never asserted.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 #include "tdf/session.h"
 
@@ -69,6 +71,59 @@ TEST_P(ManyFunctionsTest, ManySitesShareFewFunctions) {
 TEST_P(ManyFunctionsTest, ChainOfManyFunctions) {
   const int64_t f = Size(3000);
   ExpectAnswers(reference::CallChain(f), {4, 0}, [&](int64_t n) { return reference::NativeCallChain(f, n); });
+}
+
+// One body of a thousand Conds in sequence: each Cond's untaken branch is a
+// dead region of its own, skipped as one jump, and the Switch of n (which
+// only the then branch reads) has its dead-data frontier; n decides which
+// branches run.
+TEST_P(ManyFunctionsTest, OneBodyOfManyConds) {
+  ExpectAnswers(reference::LongBody(1000), {4, 0, -5, 1001},
+                [](int64_t n) { return reference::NativeLongBody(1000, n); });
+}
+
+// One body of a thousand call sites of one function.
+TEST_P(ManyFunctionsTest, OneBodyOfManyCallSites) {
+  ExpectAnswers(reference::WideBody(1000), {4, -2}, [](int64_t n) { return reference::NativeWideBody(1000, n); });
+}
+
+// f(n) = n == 0 ? 0 : n == 1 ? 10 : ... : n == depth - 1 ? 10 (depth - 1) : -1,
+// Conds nested in each other's else branch: every value reaches the result
+// through the Merges of all the Conds around it (the tail results that
+// ForwardTailResults finds for each), and is dead with every enclosing
+// branch.
+Graph NestedConds(int64_t depth) {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [depth](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        std::function<Output(int64_t)> level = [&](int64_t k) -> Output {
+          if (k == depth) return f.Const<int64_t>(-1);
+          return f.Cond(
+              f.Equal(a[0], f.Const<int64_t>(k)), [&] { return std::vector<Output>{f.Const<int64_t>(10 * k)}; },
+              [&] { return std::vector<Output>{level(k + 1)}; })[0];
+        };
+        return {level(0)};
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
+TEST_P(ManyFunctionsTest, OneBodyOfDeeplyNestedConds) {
+  constexpr int64_t kDepth = 60;
+  ExpectAnswers(NestedConds(kDepth), {0, 1, 37, kDepth - 1, kDepth, -4},
+                [](int64_t n) { return n >= 0 && n < kDepth ? 10 * n : -1; });
+}
+
+// The same shape, written out with short names (reference::MultiWayIf),
+// deep: each level's else region holds every level below it.
+TEST_P(ManyFunctionsTest, OneBodyOfADeepMultiWayIf) {
+  constexpr int64_t kDepth = 300;
+  ExpectAnswers(reference::MultiWayIf(kDepth), {0, 1, 150, kDepth - 1, kDepth, -4},
+                [](int64_t n) { return reference::NativeMultiWayIf(kDepth, n); });
 }
 
 TEST_P(ManyFunctionsTest, ChainOfOne) {

@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "graph/frames.h"
 #include "runtime/executable.h"
 #include "tdf/session.h"
@@ -96,7 +97,9 @@ class Compiler {
   absl::Status LinkRemoteLoops();  // remote_ends.cc
   absl::Status CheckCrossing(const NodeBuild& c, const NodeBuild& p, EdgeKind kind, int32_t j);  // units.cc
   void ForwardCallArguments();  // forward_values.cc
-  int32_t SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const;  // forward_values.cc
+  int32_t SoleProducer(int32_t dst, int32_t* edge_index) const;  // forward_values.cc
+  void CountLocalEdges();  // forward_values.cc
+  void NoteLocalEdge(const NodeBuild& p, const OutEdge& e, int32_t sign);  // forward_values.cc
   void TakeOverEdges(NodeBuild& p, const NodeBuild& r, int16_t port);  // forward_values.cc
   void ForwardResults();  // forward_values.cc
   void ForwardIdentities();  // forward_values.cc
@@ -116,17 +119,76 @@ class Compiler {
     std::vector<int32_t> calls, returns;
   };
   const SiteNodes& Site(int32_t block, int32_t label, const std::string& fn);  // call_sites.cc
+  // A function block's local graph as BuildDeadRegions reads it (by block
+  // index): local inputs and consumers, call sites, predicate groups.
+  struct RegionInputs {
+    struct In {
+      int32_t src;    // block index
+      int16_t port;   // -1: control
+      int32_t input;  // input index at the destination
+    };
+    // Node v's local inputs and consumers (in edge order), packed: two
+    // lists per node cost two allocations each, most of the step's time
+    // for bodies of one Cond.
+    absl::Span<const In> ins(int32_t v) const {
+      return absl::MakeConstSpan(in_list.data() + in_begin[v], in_begin[v + 1] - in_begin[v]);
+    }
+    absl::Span<const int32_t> outs(int32_t v) const {
+      return absl::MakeConstSpan(out_list.data() + out_begin[v], out_begin[v + 1] - out_begin[v]);
+    }
+    std::vector<int32_t> in_begin, out_begin;  // per node, and one past the last
+    std::vector<In> in_list;
+    std::vector<int32_t> out_list;
+    std::vector<uint8_t> eligible;  // may be in a region at all
+    std::map<int32_t, std::vector<int32_t>> site_of_return;  // Return -> its site's Calls
+    std::vector<std::vector<int32_t>> returns_of_call;       // the inverse
+    std::vector<std::vector<int32_t>> groups;  // Switches by predicate producer, in (producer, port) order
+    std::vector<int32_t> member_of;            // Switch -> its group, or -1
+  };
   void BuildDeadRegions(ExecBlock& blk, bool skip);  // dead_branches.cc
+  void BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // dead_branches.cc
+  bool BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // nested_regions.cc
+  // Makes the group of Switches `members` (block indices) jump over its
+  // regions, whose frontiers are given: the last step of both ways of
+  // building them (dead_branches.cc).
+  void InstallDeadRegionGroup(ExecBlock& blk, const std::vector<int32_t>& members, std::vector<OutEdge> frontier[2]);
   void Layout(ExecBlock& blk);  // slot_layout.cc
   ExecutableGraph* exe_;
   const SessionOptions& options_;
   std::vector<NodeBuild> nodes_;  // by global id
-  // Node id -> the (block, predicate group, Switch port) whose dead port
-  // makes the node dead (BuildDeadRegions).
+  // A region: what the dead port `port` of predicate group `group` of
+  // `block` makes dead. A region nested in another (every member of its
+  // group is in the other: a Cond in a branch of another) has that one as
+  // its parent (BuildNestedRegions): whatever is in a region is in its
+  // ancestors too. `jump`: an ancestor, for finding ancestors in
+  // logarithmic steps (Myers' jump pointers); roots jump to themselves.
+  struct RegionNode {
+    int32_t block, group, port;
+    int32_t parent = -1, jump = -1, depth = 0;
+  };
+  std::vector<RegionNode> regions_;
+  std::vector<int32_t> region_base_;  // function block -> region id of its group 0, port 0
+  int32_t RegionId(int32_t block, int32_t group, int32_t port) const {
+    return region_base_[block] + 2 * group + port;
+  }
+  // The region tree (nested_regions.cc): a region's ancestor at a depth;
+  // whether `outer` is `region` or one of its ancestors; the deepest
+  // region that is or is an ancestor of both, or -1.
+  void SetRegionParent(int32_t region, int32_t parent);
+  int32_t RegionAncestorAt(int32_t region, int32_t depth) const;
+  bool RegionWithin(int32_t outer, int32_t region) const;
+  int32_t CommonRegion(int32_t a, int32_t b) const;
+  // Node id -> the regions that hold it (BuildDeadRegions), each standing
+  // for itself and its ancestors: the node is dead whenever one of those
+  // regions' ports is.
   struct DeadWith {
     int32_t block, group, port;
+    int32_t region;  // regions_ index
   };
   absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
+  // Whether no frame has both a node dead with `a` and one dead with `b`
+  // live: some group's opposite ports make them dead (nested_regions.cc).
+  bool ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
   absl::flat_hash_map<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;
@@ -140,6 +202,8 @@ class Compiler {
   absl::flat_hash_map<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
   bool sites_built_ = false;
   std::vector<int32_t> call_read_by_;  // Call id -> the last Merge that read it (CheckCrossing)
+  std::vector<int32_t> local_in_count_;  // CountLocalEdges
+  std::vector<int64_t> local_in_sum_;
 };
 
 }  // namespace runtime

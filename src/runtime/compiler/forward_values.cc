@@ -65,20 +65,35 @@ void Compiler::ForwardCallArguments() {
   }
 }
 
-// The one node of `blk` with an edge into `dst` (and that edge's index in
-// its edges), or -1 when there are none or several.
-int32_t Compiler::SoleProducer(const ExecBlock& blk, int32_t dst, int32_t* edge_index) const {
-  int32_t producer = -1, found = 0;
-  for (int32_t id : blk.nodes) {
-    const std::vector<OutEdge>& edges = nodes_[id].edges;
-    for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
-      if (edges[k].dst != dst) continue;
-      producer = id;
-      *edge_index = k;
-      ++found;
-    }
+// The one node of `dst`'s block with an edge into `dst` (and that edge's
+// index in its edges), or -1 when there are none or several. Reads the
+// counts of CountLocalEdges, which its callers keep as they move edges:
+// a scan of the block per Identity was quadratic in a body's Conds.
+int32_t Compiler::SoleProducer(int32_t dst, int32_t* edge_index) const {
+  if (local_in_count_[dst] != 1) return -1;
+  const int32_t producer = static_cast<int32_t>(local_in_sum_[dst]);
+  const std::vector<OutEdge>& edges = nodes_[producer].edges;
+  for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+    if (edges[k].dst != dst) continue;
+    *edge_index = k;
+    return producer;
   }
-  return found == 1 ? producer : -1;
+  return -1;
+}
+
+// Per node, the edges into it from nodes of its own block: how many, and
+// the sum of their producers' ids (the producer, when there is one).
+void Compiler::CountLocalEdges() {
+  local_in_count_.assign(nodes_.size(), 0);
+  local_in_sum_.assign(nodes_.size(), 0);
+  for (const NodeBuild& p : nodes_)
+    for (const OutEdge& e : p.edges) NoteLocalEdge(p, e, 1);
+}
+
+void Compiler::NoteLocalEdge(const NodeBuild& p, const OutEdge& e, int32_t sign) {
+  if (nodes_[e.dst].block != p.block) return;
+  local_in_count_[e.dst] += sign;
+  local_in_sum_[e.dst] += sign * static_cast<int64_t>(p.id);
 }
 
 // `p` also sends, from its output `port`, everything result node `r`
@@ -107,12 +122,13 @@ void Compiler::TakeOverEdges(NodeBuild& p, const NodeBuild& r, int16_t port) {
 // frame that is not itself a result, feeding the Identity's only input.
 void Compiler::ForwardResults() {
   std::vector<NodeBuild>& nodes = nodes_;
+  CountLocalEdges();
   for (NodeBuild& r : nodes) {
     if (Info(r).return_edges_by_label.empty() || r.kind != NodeKind::kKernel || Info(r).def->op != "Identity" ||
         r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
       continue;
     int32_t edge_index = -1;
-    const int32_t producer = SoleProducer(exe_->blocks[r.block], r.id, &edge_index);
+    const int32_t producer = SoleProducer(r.id, &edge_index);
     if (producer < 0) continue;
     NodeBuild& p = nodes[producer];
     const OutEdge into = p.edges[edge_index];
@@ -120,7 +136,10 @@ void Compiler::ForwardResults() {
         into.kind != EdgeKind::kLocal || into.src_port < 0 || p.block != r.block)
       continue;
     p.edges.erase(p.edges.begin() + edge_index);
+    NoteLocalEdge(p, into, -1);
+    const size_t taken_from = p.edges.size();
     TakeOverEdges(p, r, into.src_port);
+    for (size_t k = taken_from; k < p.edges.size(); ++k) NoteLocalEdge(p, p.edges[k], 1);
     Info(r).forwarded = true;
   }
 }
@@ -132,6 +151,7 @@ void Compiler::ForwardResults() {
 // a kernel, Switch or Merge of the same frame that is not a result.
 void Compiler::ForwardIdentities() {
   std::vector<NodeBuild>& nodes = nodes_;
+  CountLocalEdges();
   for (const ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
@@ -143,7 +163,7 @@ void Compiler::ForwardIdentities() {
       for (const OutEdge& e : x.edges) local &= e.kind == EdgeKind::kLocal;
       if (!local) continue;
       int32_t edge_index = -1;
-      const int32_t producer = SoleProducer(blk, x.id, &edge_index);
+      const int32_t producer = SoleProducer(x.id, &edge_index);
       if (producer < 0) continue;
       NodeBuild& p = nodes[producer];
       const OutEdge into = p.edges[edge_index];
@@ -152,9 +172,11 @@ void Compiler::ForwardIdentities() {
       if (!kind_ok || !Info(p).return_edges_by_label.empty() || into.kind != EdgeKind::kLocal || into.src_port < 0)
         continue;
       p.edges.erase(p.edges.begin() + edge_index);
+      NoteLocalEdge(p, into, -1);
       for (OutEdge e : x.edges) {
         e.src_port = into.src_port;
         p.edges.push_back(e);
+        NoteLocalEdge(p, e, 1);
       }
       Info(x).forwarded = true;
     }
@@ -174,35 +196,46 @@ void Compiler::ForwardPivotSwitches() {
   std::vector<NodeBuild>& nodes = nodes_;
   for (ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
-    // The edges feeding each Switch of the block: (producer, edge index).
-    absl::flat_hash_map<int32_t, std::vector<std::pair<int32_t, int32_t>>> feeds;
-    auto collect_feeds = [&] {
-      feeds.clear();
-      for (int32_t id : blk.nodes) {
-        const std::vector<OutEdge>& edges = nodes[id].edges;
-        for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
-          const NodeBuild& d = nodes[edges[k].dst];
-          if (d.kind == NodeKind::kSwitch && d.block == blk.id) feeds[d.id].push_back({id, k});
-        }
-      }
+    // Per Switch of the block, the edges that feed it (how many) and the
+    // (producer, port) of its inputs 0 and 1 ({-1, -1}: none), the first
+    // such edge in block and edge order. Taken once: forwarding a pivot
+    // moves only edges into control inputs and into the pivot, and a
+    // simple Switch (all a pivot or taker can be) has no control input.
+    // (Collected again after each pivot, it was quadratic in the Conds.)
+    struct Feed {
+      int32_t edges = 0;
+      std::pair<int32_t, int32_t> input[2] = {{-1, -1}, {-1, -1}};
     };
-    collect_feeds();
+    absl::flat_hash_map<int32_t, Feed> feeds;
+    for (int32_t id : blk.nodes) {
+      for (const OutEdge& e : nodes[id].edges) {
+        const NodeBuild& d = nodes[e.dst];
+        if (d.kind != NodeKind::kSwitch || d.block != blk.id) continue;
+        Feed& f = feeds[d.id];
+        ++f.edges;
+        const int32_t input = e.dst_slot - d.slot_base;
+        if ((input == 0 || input == 1) && e.kind == EdgeKind::kLocal && e.src_port >= 0 && f.input[input].first < 0)
+          f.input[input] = {id, e.src_port};
+      }
+    }
     auto simple = [&](const NodeBuild& w) {
       return w.kind == NodeKind::kSwitch && w.num_inputs == 2 && w.num_data_inputs == 2 && !w.has_invariants &&
              Info(w).return_edges_by_label.empty() && !Info(w).forwarded;
     };
     // The (producer, port) feeding input `input` of Switch `w`, or {-1, -1}.
     auto source = [&](const NodeBuild& w, int32_t input) -> std::pair<int32_t, int32_t> {
-      for (const auto& [id, k] : feeds[w.id]) {
-        const OutEdge& e = nodes[id].edges[k];
-        if (e.dst_slot - w.slot_base == input && e.kind == EdgeKind::kLocal && e.src_port >= 0)
-          return {id, e.src_port};
-      }
-      return {-1, -1};
+      auto it = feeds.find(w.id);
+      return it == feeds.end() ? std::pair<int32_t, int32_t>{-1, -1} : it->second.input[input];
     };
+    // The Switches of each predicate (input 1's source), in block order:
+    // a pivot's taker is among its predicate's.
+    absl::flat_hash_map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
+    for (int32_t id : blk.nodes)
+      if (nodes[id].kind == NodeKind::kSwitch) by_predicate[source(nodes[id], 1)].push_back(id);
     for (int32_t sid : blk.nodes) {
       NodeBuild& pivot = nodes[sid];
-      if (!simple(pivot) || feeds[sid].size() != 2 || dead_with_.count(sid) > 0) continue;
+      auto fed = feeds.find(sid);
+      if (!simple(pivot) || fed == feeds.end() || fed->second.edges != 2 || dead_with_.count(sid) > 0) continue;
       const auto pred = source(pivot, 1);
       if (pred.first < 0 || source(pivot, 0) != pred) continue;
       bool controls = true;
@@ -213,7 +246,7 @@ void Compiler::ForwardPivotSwitches() {
       }
       if (!controls) continue;
       int32_t taker = -1;
-      for (int32_t tid : blk.nodes) {
+      for (int32_t tid : by_predicate[pred]) {
         const NodeBuild& t = nodes[tid];
         // Nor a taker that a dead region skips: the region's frontier,
         // made before this pass, does not hold the edges it would take
@@ -244,7 +277,6 @@ void Compiler::ForwardPivotSwitches() {
         --blk.dead_regions[pivot.switch_group].members;
         pivot.switch_group = -1;
       }
-      collect_feeds();  // the producer's edge indices shifted
     }
   }
 }
@@ -259,10 +291,27 @@ void Compiler::ForwardPivotSwitches() {
 // delivers itself and the Merge fires only when the other input is live.
 void Compiler::ForwardExclusiveResultMerges() {
   std::vector<NodeBuild>& nodes = nodes_;
+  auto candidate = [&](const NodeBuild& r) {
+    return r.kind == NodeKind::kMerge && !Info(r).return_edges_by_label.empty() && r.num_inputs == 2 &&
+           !r.has_invariants && exe_->blocks[r.block].kind == ExecBlock::Kind::kFunction;
+  };
+  // The edges into each candidate from its frame, (producer, edge index)
+  // in block and edge order, taken in one pass (a scan of the block per
+  // result Merge was quadratic in a body's results). Forwarding one Merge
+  // appends Return edges only, so the indices stay valid.
+  absl::flat_hash_map<int32_t, std::vector<std::pair<int32_t, int32_t>>> into_candidate;
+  for (const ExecBlock& blk : exe_->blocks) {
+    if (blk.kind != ExecBlock::Kind::kFunction) continue;
+    for (int32_t id : blk.nodes) {
+      const std::vector<OutEdge>& edges = nodes[id].edges;
+      for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
+        const NodeBuild& d = nodes[edges[k].dst];
+        if (d.block == blk.id && candidate(d)) into_candidate[d.id].push_back({id, k});
+      }
+    }
+  }
   for (NodeBuild& r : nodes) {
-    if (r.kind != NodeKind::kMerge || Info(r).return_edges_by_label.empty() || r.num_inputs != 2 || r.has_invariants ||
-        exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
-      continue;
+    if (!candidate(r)) continue;
     bool returns_only = true;  // a local consumer would get a dead token from each producer
     for (const OutEdge& e : r.edges) returns_only &= e.kind == EdgeKind::kReturn && e.src_port == 0;
     if (!returns_only) continue;
@@ -270,19 +319,15 @@ void Compiler::ForwardExclusiveResultMerges() {
     int32_t producer[2] = {-1, -1}, edge_of[2] = {-1, -1};
     int found = 0;
     bool ok = true;
-    for (int32_t id : exe_->blocks[r.block].nodes) {
-      const std::vector<OutEdge>& edges = nodes[id].edges;
-      for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
-        if (edges[k].dst != r.id) continue;
-        const int32_t input = edges[k].dst_slot - r.slot_base;
-        if (input < 0 || input > 1 || producer[input] >= 0 || id == producer[1 - input]) {
-          ok = false;
-          continue;
-        }
-        producer[input] = id;
-        edge_of[input] = k;
-        ++found;
+    for (const auto& [id, k] : into_candidate[r.id]) {
+      const int32_t input = nodes[id].edges[k].dst_slot - r.slot_base;
+      if (input < 0 || input > 1 || producer[input] >= 0 || id == producer[1 - input]) {
+        ok = false;
+        continue;
       }
+      producer[input] = id;
+      edge_of[input] = k;
+      ++found;
     }
     if (!ok || found != 2) continue;
     // A producer that is not such a kernel (a Merge of tail calls, a
@@ -311,10 +356,7 @@ void Compiler::ForwardExclusiveResultMerges() {
 bool Compiler::Exclusive(int32_t a, int32_t b) const {
   auto ia = dead_with_.find(a), ib = dead_with_.find(b);
   if (ia == dead_with_.end() || ib == dead_with_.end()) return false;
-  for (const DeadWith& x : ia->second)
-    for (const DeadWith& y : ib->second)
-      if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
-  return false;
+  return ExclusiveDeadWith(ia->second, ib->second);
 }
 
 // A Return inside a function body only pops the tag: it passes the

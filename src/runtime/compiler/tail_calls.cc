@@ -5,8 +5,8 @@
 // the caller's are tail sites, whose caller's frame is handed over to its
 // callee once its own work is done. Turned off by
 // SessionOptions::release_tail_callers (the hand-over) and
-// forward_call_values (both). Pinned by tests/runtime/tail_results_test.cc
-// and acceptance_regressions_test.cc.
+// forward_call_values (both). Pinned by tests/runtime/tail_results_test.cc,
+// acceptance_regressions_test.cc and many_functions_test.cc (nested Conds).
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -61,47 +61,71 @@ void Compiler::ForwardTailResults() {
     std::vector<DeadWith> out;
     if (p.node < 0) return out;
     if (auto it = dead_with_.find(p.node); it != dead_with_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
-    if (auto it = predicate_group_of_.find(p.node); it != predicate_group_of_.end() && p.port >= 0)
-      out.push_back({nodes[p.node].block, it->second, p.port});
+    if (auto it = predicate_group_of_.find(p.node); it != predicate_group_of_.end() && p.port >= 0) {
+      const int32_t block = nodes[p.node].block;
+      out.push_back({block, it->second, p.port, RegionId(block, it->second, p.port)});
+    }
     return out;
   };
-  auto exclusive = [](const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) {
-    for (const DeadWith& x : a)
-      for (const DeadWith& y : b)
-        if (x.block == y.block && x.group == y.group && x.port != y.port) return true;
-    return false;
+  // What input `input` of Merge `merge` leads to, by its own checks: -1
+  // (no tail result), the result Merge itself, or -2: on to `next`.
+  struct Step {
+    int32_t result;
+    int32_t next_merge = -1, next_input = -1;
+  };
+  auto step = [&](int32_t merge, int32_t input) -> Step {
+    const NodeBuild& m = nodes[merge];
+    if (m.kind != NodeKind::kMerge || m.has_invariants || Info(m).forwarded ||
+        exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction)
+      return {-1};
+    auto mine = producers.find(key(merge, input));
+    if (mine == producers.end()) return {-1};
+    const std::vector<DeadWith> dead = dead_with(mine->second);
+    for (int32_t other = 0; other < m.num_inputs; ++other) {
+      if (other == input) continue;
+      auto it = producers.find(key(merge, other));
+      if (it == producers.end() || !ExclusiveDeadWith(dead, dead_with(it->second))) return {-1};
+    }
+    if (!Info(m).return_edges_by_label.empty()) {
+      for (const OutEdge& e : m.edges) {
+        const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
+        const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
+        if (!returns_value && !counts_dead_only) return {-1};
+      }
+      return {merge};
+    }
+    if (m.edges.size() != 1) return {-1};
+    const OutEdge& onward = m.edges[0];
+    if (onward.kind != EdgeKind::kLocal || onward.src_port != 0 || onward.dst_mode != DstMode::kMerge) return {-1};
+    return {-2, onward.dst, onward.dst_slot - nodes[onward.dst].slot_base};
   };
   // The result Merge that input `input` of Merge `merge` only passes on
-  // to, or -1.
+  // to, or -1. Remembered per (Merge, input): the values of nested Conds
+  // share the Merges on their way, and walking them from each value again
+  // was quartic in the depth. (A cycle, which validation rejects, ends
+  // in -1, as the walk bounded by the node count did.)
+  absl::flat_hash_map<int64_t, int32_t> tail_of;  // -3: on the walk being made
+  std::vector<int64_t> walk;
   auto tail_result = [&](int32_t merge, int32_t input) -> int32_t {
-    for (size_t hops = 0; hops < nodes.size(); ++hops) {
-      const NodeBuild& m = nodes[merge];
-      if (m.kind != NodeKind::kMerge || m.has_invariants || Info(m).forwarded ||
-          exe_->blocks[m.block].kind != ExecBlock::Kind::kFunction)
-        return -1;
-      auto mine = producers.find(key(merge, input));
-      if (mine == producers.end()) return -1;
-      const std::vector<DeadWith> dead = dead_with(mine->second);
-      for (int32_t other = 0; other < m.num_inputs; ++other) {
-        if (other == input) continue;
-        auto it = producers.find(key(merge, other));
-        if (it == producers.end() || !exclusive(dead, dead_with(it->second))) return -1;
+    walk.clear();
+    int32_t result = -1;
+    for (;;) {
+      auto [it, inserted] = tail_of.try_emplace(key(merge, input), -3);
+      if (!inserted) {
+        result = it->second == -3 ? -1 : it->second;
+        break;
       }
-      if (!Info(m).return_edges_by_label.empty()) {
-        for (const OutEdge& e : m.edges) {
-          const bool returns_value = e.kind == EdgeKind::kReturn && e.src_port == 0;
-          const bool counts_dead_only = e.kind == EdgeKind::kLocal && e.dst_mode == DstMode::kMergeMark;
-          if (!returns_value && !counts_dead_only) return -1;
-        }
-        return merge;
+      walk.push_back(key(merge, input));
+      const Step s = step(merge, input);
+      if (s.result != -2) {
+        result = s.result;
+        break;
       }
-      if (m.edges.size() != 1) return -1;
-      const OutEdge& onward = m.edges[0];
-      if (onward.kind != EdgeKind::kLocal || onward.src_port != 0 || onward.dst_mode != DstMode::kMerge) return -1;
-      input = onward.dst_slot - nodes[onward.dst].slot_base;
-      merge = onward.dst;
+      merge = s.next_merge;
+      input = s.next_input;
     }
-    return -1;
+    for (int64_t k : walk) tail_of[k] = result;
+    return result;
   };
   // A result node of one input whose firing would only return its value
   // (no local consumer but Merge marks): the caller's result Identity or
@@ -158,9 +182,13 @@ void Compiler::ForwardTailResults() {
 void Compiler::MarkTailSites() {
   if (exe_->mode != ExecutionMode::kStatic) return;
   std::vector<NodeBuild>& nodes = nodes_;
+  // Per function block, its nodes with Return edges, in block order: each
+  // Call reads its callee's, not the callee's every node.
+  std::vector<std::vector<int32_t>> delivering(exe_->blocks.size());
   for (ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
+      if (!Info(id).return_edges_by_label.empty()) delivering[blk.id].push_back(id);
       const int32_t index = Info(id).result_index;
       if (Info(id).return_edges_by_label.empty() || index < 0) continue;
       if (index >= static_cast<int32_t>(blk.result_nodes.size())) blk.result_nodes.resize(index + 1, -1);
@@ -177,7 +205,7 @@ void Compiler::MarkTailSites() {
     if (caller.kind != ExecBlock::Kind::kFunction || callee.kind != ExecBlock::Kind::kFunction) continue;
     const int32_t label = Info(c).label;
     bool tail = false;
-    for (int32_t id : callee.nodes) {
+    for (int32_t id : delivering[callee.id]) {
       const NodeInfo& x = Info(id);
       if (x.return_edges_by_label.empty()) continue;
       tail = x.result_index >= 0 && label < static_cast<int32_t>(x.return_edges_by_label.size());
