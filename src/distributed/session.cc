@@ -7,9 +7,9 @@
 #include <mutex>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/hash_tables.h"
 #include "distributed/spread.h"
 #include "distributed/transport.h"
 #include "runtime/remote_channel.h"
@@ -96,9 +96,9 @@ class DistributedSession::Impl {
   std::unique_ptr<MpiTransport> transport;
   std::unique_ptr<MpiRemoteChannel> channel;
   std::unique_ptr<Session> session;
-  absl::flat_hash_map<std::string, int> rank_of;  // node name -> rank
+  base::FlatHashMap<std::string, int> rank_of;  // node name -> rank
   // A main-graph Invoke's results, as StaticizeRecursion names them.
-  absl::flat_hash_map<std::string, std::vector<std::string>> invoke_returns;
+  base::FlatHashMap<std::string, std::vector<std::string>> invoke_returns;
   // Set when a run's collective end failed: the ranks are out of step.
   std::string broken;
   std::mutex run_mu;  // runs are collective: one at a time

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "base/hash_tables.h"
 #include "tdf/graph.h"
 
 namespace tdf {
@@ -48,7 +48,7 @@ class NodeIndex {
   size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
 
  private:
-  absl::flat_hash_map<absl::string_view, int32_t> by_name_;
+  base::FlatHashMap<absl::string_view, int32_t> by_name_;
   std::vector<uint32_t> offsets_;  // node i's inputs: [offsets_[i], offsets_[i + 1])
   std::vector<ResolvedInput> inputs_;
 };

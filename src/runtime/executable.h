@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/hash_tables.h"
 #include "graph/node_index.h"
 #include "tdf/graph.h"
 #include "tdf/kernel.h"
@@ -411,7 +411,7 @@ struct ExecutableGraph {
   // by Call and Return nodes, by name: the Return node of each output port.
   // A fetch or target naming such an Invoke resolves to them, so that it
   // gives the call's results as in dynamic mode.
-  absl::flat_hash_map<std::string, std::vector<int32_t>> invoke_results;
+  base::FlatHashMap<std::string, std::vector<int32_t>> invoke_results;
   // The Return nodes of main-graph Invoke `name` (null if none).
   const std::vector<int32_t>* FindInvokeResults(absl::string_view name) const;
   // Distributed runs: the Send and Recv nodes of a partition (NodeInfo::
@@ -424,7 +424,7 @@ struct ExecutableGraph {
     DType dtype = DType::kInvalid;
   };
   std::vector<RemoteEnd> remote_ends;
-  absl::flat_hash_map<int64_t, int32_t> recv_by_key;  // key -> index in remote_ends
+  base::FlatHashMap<int64_t, int32_t> recv_by_key;  // key -> index in remote_ends
   // Names of graph.node: feeds and fetches are resolved on every run, and a
   // scan is linear in the graph (chain(10^5): 9% of a run).
   NodeIndex main_index;

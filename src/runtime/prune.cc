@@ -27,10 +27,10 @@ void RunPruner::BuildIndexLocked() {
     unit_members.emplace_back();
     return static_cast<int32_t>(unit_members.size()) - 1;
   };
-  absl::flat_hash_map<int32_t, int32_t> loop_unit;                     // loop block -> its Enters
-  absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> site_unit;  // (callee block, label) -> every part
-  absl::flat_hash_map<int32_t, int32_t> callee_unit;                   // callee block -> every main site of it
-  absl::flat_hash_map<int32_t, int32_t> return_unit;                   // main index of a Return -> its part
+  base::FlatHashMap<int32_t, int32_t> loop_unit;                     // loop block -> its Enters
+  base::FlatHashMap<std::pair<int32_t, int32_t>, int32_t> site_unit;  // (callee block, label) -> every part
+  base::FlatHashMap<int32_t, int32_t> callee_unit;                   // callee block -> every main site of it
+  base::FlatHashMap<int32_t, int32_t> return_unit;                   // main index of a Return -> its part
   auto unit_of = [&](auto& map, const auto& key) {
     auto it = map.find(key);
     if (it == map.end()) it = map.emplace(key, new_unit()).first;

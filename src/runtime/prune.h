@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/synchronization/mutex.h"
+#include "base/hash_tables.h"
 #include "runtime/executable.h"
 
 namespace tdf {
@@ -75,11 +75,11 @@ class RunPruner {
   std::vector<SplitSite> split_sites_ ABSL_GUARDED_BY(mu_);
   // A loop block of the main graph -> its unit (the dependency node of its
   // Enters): what fetching one of its Exits needs.
-  absl::flat_hash_map<int32_t, int32_t> loop_unit_ ABSL_GUARDED_BY(mu_);
+  base::FlatHashMap<int32_t, int32_t> loop_unit_ ABSL_GUARDED_BY(mu_);
   // Made with room for kMaxCachedPlans in its constructor and remade, never
   // grown (base/hash_tables.h).
   static constexpr size_t kMaxCachedPlans = 256;
-  absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
+  base::FlatHashMap<std::vector<int32_t>, std::shared_ptr<const RunPlan>> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace runtime

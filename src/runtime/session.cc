@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/hash_tables.h"
 #include "base/sync.h"
 #include "cuda/copy_kernels.h"
 

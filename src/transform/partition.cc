@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/hash_tables.h"
 #include "graph/frames.h"
 #include "graph/node_index.h"
 #include "tdf/op_registry.h"
@@ -435,7 +435,7 @@ class Partitioner {
   std::vector<std::pair<int, int>> work_;                      // (rank, node) to resolve
   std::vector<Cut> cuts_;
   std::map<std::tuple<int, int, int>, int> cut_index_;  // (producer, port, dst rank) -> cuts_
-  absl::flat_hash_set<std::string> taken_;
+  base::FlatHashSet<std::string> taken_;
 };
 
 }  // namespace

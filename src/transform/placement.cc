@@ -9,12 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/device_memory.h"
+#include "base/hash_tables.h"
 #include "tdf/op_registry.h"
 #include "tdf/status.h"
 #include "tdf/validate.h"
@@ -24,8 +23,8 @@ namespace {
 
 // The ops registered by RegisterCudaKernels (src/cuda/*.cu). A test checks
 // that each has a CUDA kernel in a CUDA build.
-const absl::flat_hash_set<std::string>& GpuOps() {
-  static const auto* const ops = new absl::flat_hash_set<std::string>{
+const base::FlatHashSet<std::string>& GpuOps() {
+  static const auto* const ops = new base::FlatHashSet<std::string>{
       "Add", "Sub", "Mul", "Div", "Mod", "Maximum", "Minimum", "Pow", "TanhGrad", "SigmoidGrad", "ReluGrad",
       "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
       "Neg", "Abs", "Square", "Sign", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "Sqrt", "Rsqrt", "Reciprocal",
@@ -58,7 +57,7 @@ bool IsStateOp(const std::string& op) {
 }
 
 std::string CopyName(const std::string& producer_ref, const std::string& suffix,
-                     const absl::flat_hash_set<std::string>& taken) {
+                     const base::FlatHashSet<std::string>& taken) {
   std::string base = absl::StrCat(absl::StrReplaceAll(producer_ref, {{":", "_"}}), "/", suffix);
   std::string name = base;
   for (int i = 1; taken.contains(name); ++i) name = absl::StrCat(base, "_", i);
@@ -74,7 +73,7 @@ class BodyPlacer {
   // main graph), for the dtypes of its Args.
   absl::Status AutoPlace(const FunctionDef* function, const FunctionLibrary& library) {
     // Producers of predicates stay on the host.
-    absl::flat_hash_set<std::string> predicate_producers;
+    base::FlatHashSet<std::string> predicate_producers;
     for (const NodeDef& n : nodes_) {
       int pred_input = -1;
       if (n.op == "Switch") pred_input = 1;
@@ -89,7 +88,7 @@ class BodyPlacer {
     // launch, and every predicate or Gather index derived from it a copy
     // back with a host synchronization.
     TDF_ASSIGN_OR_RETURN(std::vector<std::vector<DType>> types, InferOutputTypes(nodes_, function, library));
-    absl::flat_hash_map<std::string, int> index;
+    base::FlatHashMap<std::string, int> index;
     for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].name] = static_cast<int>(i);
     auto host_typed = [&](size_t i) -> absl::StatusOr<bool> {
       for (DType t : types[i])
@@ -156,8 +155,8 @@ class BodyPlacer {
 
   // Step 3 for one body.
   absl::Status InsertCopies() {
-    absl::flat_hash_map<std::string, int> index;
-    absl::flat_hash_set<std::string> taken;
+    base::FlatHashMap<std::string, int> index;
+    base::FlatHashSet<std::string> taken;
     bool any_gpu = false;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       index[nodes_[i].name] = static_cast<int>(i);

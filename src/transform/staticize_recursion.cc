@@ -15,9 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/hash_tables.h"
 #include "graph/node_index.h"
 #include "tdf/graph.h"
 #include "tdf/status.h"
@@ -80,8 +79,8 @@ struct Scope {
   const FunctionDef* function = nullptr;  // null: the main graph
   const std::vector<NodeDef>* nodes = nullptr;
   std::string prefix;  // "" or "f/"
-  absl::flat_hash_map<absl::string_view, const NodeDef*> by_name;  // views into *nodes
-  absl::flat_hash_map<std::string, Site> sites;  // by the Invoke's original name
+  base::FlatHashMap<absl::string_view, const NodeDef*> by_name;  // views into *nodes
+  base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
 
   std::string Where() const {
     return function == nullptr ? "the main graph" : absl::StrCat("function '", function->signature.name, "'");
@@ -382,7 +381,7 @@ class Staticizer {
   }
 
   absl::Status CheckUniqueNames() const {
-    absl::flat_hash_set<absl::string_view> seen;
+    base::FlatHashSet<absl::string_view> seen;
     for (const NodeDef& node : out_.node) {
       if (!seen.insert(node.name).second)
         return NodeError(node, absl::StatusCode::kInvalidArgument,
@@ -394,13 +393,13 @@ class Staticizer {
 
   const Graph& graph_;
   std::vector<Scope> scopes_;
-  absl::flat_hash_map<std::string, FunctionInfo> functions_;
+  base::FlatHashMap<std::string, FunctionInfo> functions_;
   // Per function, the output names of its call sites in site order.
-  absl::flat_hash_map<std::string, std::vector<std::string>> sites_of_;
+  base::FlatHashMap<std::string, std::vector<std::string>> sites_of_;
   // Split sites: (scope prefix, callee, site_group) -> (index, site name),
   // and per site name the arguments its Invokes supply.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, std::string>> groups_;
-  absl::flat_hash_map<std::string, std::set<int>> supplied_;
+  base::FlatHashMap<std::string, std::set<int>> supplied_;
   Graph out_;
 };
 

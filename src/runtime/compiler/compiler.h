@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "base/hash_tables.h"
 #include "graph/frames.h"
 #include "runtime/executable.h"
 #include "tdf/session.h"
@@ -185,21 +185,21 @@ class Compiler {
     int32_t block, group, port;
     int32_t region;  // regions_ index
   };
-  absl::flat_hash_map<int32_t, std::vector<DeadWith>> dead_with_;
+  base::FlatHashMap<int32_t, std::vector<DeadWith>> dead_with_;
   // Whether no frame has both a node dead with `a` and one dead with `b`
   // live: some group's opposite ports make them dead (nested_regions.cc).
   bool ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
-  absl::flat_hash_map<int32_t, int32_t> predicate_group_of_;
+  base::FlatHashMap<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
-  absl::flat_hash_map<std::string, int32_t> op_ids_;
+  base::FlatHashMap<std::string, int32_t> op_ids_;
   std::map<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
   std::map<int32_t, std::map<std::string, int32_t>> child_slots_;
   std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
-  absl::flat_hash_map<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
+  base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
   bool sites_built_ = false;
   std::vector<int32_t> call_read_by_;  // Call id -> the last Merge that read it (CheckCrossing)
   std::vector<int32_t> local_in_count_;  // CountLocalEdges

@@ -8,6 +8,7 @@
 // call). Turned off by SessionOptions::forward_call_values. Pinned by
 // tests/runtime/dead_branches_test.cc, api_regression_test.cc and the
 // randomized tests (random_recursion_test.cc), which run every variant.
+#include "base/hash_tables.h"
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -206,7 +207,7 @@ void Compiler::ForwardPivotSwitches() {
       int32_t edges = 0;
       std::pair<int32_t, int32_t> input[2] = {{-1, -1}, {-1, -1}};
     };
-    absl::flat_hash_map<int32_t, Feed> feeds;
+    base::FlatHashMap<int32_t, Feed> feeds;
     for (int32_t id : blk.nodes) {
       for (const OutEdge& e : nodes[id].edges) {
         const NodeBuild& d = nodes[e.dst];
@@ -229,7 +230,7 @@ void Compiler::ForwardPivotSwitches() {
     };
     // The Switches of each predicate (input 1's source), in block order:
     // a pivot's taker is among its predicate's.
-    absl::flat_hash_map<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
+    base::FlatHashMap<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
     for (int32_t id : blk.nodes)
       if (nodes[id].kind == NodeKind::kSwitch) by_predicate[source(nodes[id], 1)].push_back(id);
     for (int32_t sid : blk.nodes) {
@@ -299,7 +300,7 @@ void Compiler::ForwardExclusiveResultMerges() {
   // in block and edge order, taken in one pass (a scan of the block per
   // result Merge was quadratic in a body's results). Forwarding one Merge
   // appends Return edges only, so the indices stay valid.
-  absl::flat_hash_map<int32_t, std::vector<std::pair<int32_t, int32_t>>> into_candidate;
+  base::FlatHashMap<int32_t, std::vector<std::pair<int32_t, int32_t>>> into_candidate;
   for (const ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {

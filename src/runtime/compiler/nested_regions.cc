@@ -31,6 +31,7 @@
 // other (an op reading two branches of different Conds), a split call
 // site (its parts' Returns and Calls depend on each other), and a cycle
 // through a group (a member reading its own group's port).
+#include "base/hash_tables.h"
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -110,7 +111,7 @@ bool Compiler::ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vect
         if (split(x.region, y.region)) return true;
     return false;
   }
-  absl::flat_hash_map<std::pair<int32_t, int32_t>, uint32_t> ports;
+  base::FlatHashMap<std::pair<int32_t, int32_t>, uint32_t> ports;
   for (const DeadWith& x : a) ports[{x.block, x.group}] |= uint32_t{1} << x.port;
   for (const DeadWith& y : b) {
     auto it = ports.find({y.block, y.group});

@@ -7,6 +7,7 @@
 // SessionOptions::release_tail_callers (the hand-over) and
 // forward_call_values (both). Pinned by tests/runtime/tail_results_test.cc,
 // acceptance_regressions_test.cc and many_functions_test.cc (nested Conds).
+#include "base/hash_tables.h"
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -42,7 +43,7 @@ void Compiler::ForwardTailResults() {
     int32_t node = -1;
     int16_t port = -1;
   };
-  absl::flat_hash_map<int64_t, Producer> producers;
+  base::FlatHashMap<int64_t, Producer> producers;
   auto key = [](int32_t merge, int32_t input) { return (static_cast<int64_t>(merge) << 32) | input; };
   for (const NodeBuild& p : nodes) {
     if (exe_->blocks[p.block].kind != ExecBlock::Kind::kFunction) continue;
@@ -104,7 +105,7 @@ void Compiler::ForwardTailResults() {
   // share the Merges on their way, and walking them from each value again
   // was quartic in the depth. (A cycle, which validation rejects, ends
   // in -1, as the walk bounded by the node count did.)
-  absl::flat_hash_map<int64_t, int32_t> tail_of;  // -3: on the walk being made
+  base::FlatHashMap<int64_t, int32_t> tail_of;  // -3: on the walk being made
   std::vector<int64_t> walk;
   auto tail_result = [&](int32_t merge, int32_t input) -> int32_t {
     walk.clear();

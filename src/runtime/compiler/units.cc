@@ -6,6 +6,7 @@
 // and destination mode; child slots for each loop and call site of a block.
 // Link, in this file, runs every step in order (docs/architecture.md).
 // Always on. Pinned by tests/runtime/control_flow_test.cc and session_create_test.cc.
+#include "base/hash_tables.h"
 #include "runtime/compiler/compiler.h"
 
 #include <algorithm>
@@ -116,8 +117,8 @@ absl::Status Compiler::Link() {
   // executor's bookkeeping of which arguments a site supplies (and so
   // which it must send dead) would deliver twice into one slot.
   {
-    absl::flat_hash_map<int32_t, std::pair<int64_t, const NodeBuild*>> merge_index;  // merge -> (index, a Call)
-    absl::flat_hash_map<std::string, std::vector<int32_t>> merges_of;                // function -> its merges
+    base::FlatHashMap<int32_t, std::pair<int64_t, const NodeBuild*>> merge_index;  // merge -> (index, a Call)
+    base::FlatHashMap<std::string, std::vector<int32_t>> merges_of;                // function -> its merges
     for (const NodeBuild& call : nodes_) {
       const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
       if (call.kind != NodeKind::kCall || arg < 0) continue;
@@ -135,7 +136,7 @@ absl::Status Compiler::Link() {
       }
     }
     for (const auto& [fn, merges] : merges_of) {
-      absl::flat_hash_map<int64_t, int32_t> merge_of_index;
+      base::FlatHashMap<int64_t, int32_t> merge_of_index;
       for (int32_t m : merges) {
         const auto& [arg, call] = merge_index.at(m);
         auto [it, first] = merge_of_index.try_emplace(arg, m);
@@ -149,7 +150,7 @@ absl::Status Compiler::Link() {
   }
   // A call site (function, call_site) lives in one frame: its Calls and
   // Returns are that frame's nodes, and results are routed there by label.
-  absl::flat_hash_map<std::pair<std::string, int32_t>, int32_t> site_block;
+  base::FlatHashMap<std::pair<std::string, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
     const std::pair<std::string, int32_t> key{Info(n).def->GetString("function").value_or(""), Info(n).label};
