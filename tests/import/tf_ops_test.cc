@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using testing_tf::ImportAndRun;
 using testing_tf::Values;
@@ -142,6 +143,52 @@ TEST(TfImport, ShapeOpsWithShapesAsInputs) {
   EXPECT_THAT(Values<float>((*out)[6]), ElementsAre(7, 7, 7, 7));
   EXPECT_EQ((*out)[7].shape(), Shape({2, 3}));
   EXPECT_THAT(Values<float>((*out)[7]), ElementsAre(1, 2, 3, 1, 2, 3));
+}
+
+TEST(TfImport, ShapeComputationsFoldedFromStaticShapes) {
+  // y: [1, 3, 1]. tf.reshape(x, tf.stack([tf.shape(y)[1], -1])), tf.size(y),
+  // tf.rank(y), tf.expand_dims, tf.squeeze (with and without dims).
+  const std::string graph =
+      kPlaceholderX + "node { name: \"y\" op: \"Placeholder\" " + Attr("dtype", "type: DT_FLOAT") +
+      Attr("shape", "shape { dim { size: 1 } dim { size: 3 } dim { size: 1 } }") + "}\n" +
+      Node("shape_y", "Shape", {"y"}, T("DT_FLOAT") + Attr("out_type", "type: DT_INT32")) +
+      ConstNode("b", "DT_INT32", "tensor_shape { dim { size: 1 } } int_val: 1") +
+      ConstNode("e", "DT_INT32", "tensor_shape { dim { size: 1 } } int_val: 2") +
+      ConstNode("s", "DT_INT32", "tensor_shape { dim { size: 1 } } int_val: 1") +
+      Node("dim1", "StridedSlice", {"shape_y", "b", "e", "s"},
+           T("DT_INT32") + Attr("Index", "type: DT_INT32") + Attr("shrink_axis_mask", "i: 1") +
+               Attr("begin_mask", "i: 0") + Attr("end_mask", "i: 0") + Attr("ellipsis_mask", "i: 0") +
+               Attr("new_axis_mask", "i: 0")) +
+      Node("tail", "StridedSlice", {"shape_y", "b", "e", "s"}, T("DT_INT32") + Attr("end_mask", "i: 1")) +
+      ConstNode("minus_one", "DT_INT32", "tensor_shape { } int_val: -1") +
+      Node("stack", "Pack", {"dim1", "minus_one"}, T("DT_INT32") + Attr("N", "i: 2") + Attr("axis", "i: 0")) +
+      Node("reshaped", "Reshape", {"x", "stack"}, T("DT_FLOAT")) +
+      Node("size", "Size", {"y"}, T("DT_FLOAT") + Attr("out_type", "type: DT_INT64")) +
+      Node("rank", "Rank", {"y"}, T("DT_FLOAT")) +
+      ConstNode("last", "DT_INT32", "tensor_shape { } int_val: -1") +
+      ConstNode("first", "DT_INT32", "tensor_shape { } int_val: 0") +
+      ConstNode("c", "DT_FLOAT", "tensor_shape { dim { size: 3 } } float_val: 1") +
+      Node("sum", "AddV2", {"x", "c"}, T("DT_FLOAT")) +
+      Node("ed", "ExpandDims", {"sum", "last"}, T("DT_FLOAT") + Attr("Tdim", "type: DT_INT32")) +
+      Node("ed0", "ExpandDims", {"x", "first"}, T("DT_FLOAT")) +
+      Node("sq", "Squeeze", {"ed"}, T("DT_FLOAT") + Attr("squeeze_dims", "list { i: 2 }")) +
+      Node("sq_all", "Squeeze", {"y"}, T("DT_FLOAT") + Attr("squeeze_dims", "list { }")) + kVersions;
+  const Tensor y = *Tensor::FromVector<float>({7, 8, 9}, {1, 3, 1});
+  absl::StatusOr<std::vector<Tensor>> out = ImportAndRun(
+      graph, {{"x", X23()}, {"y", y}}, {"dim1", "tail", "reshaped", "size", "rank", "ed", "ed0", "sq", "sq_all"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int32_t>(), 3);
+  EXPECT_THAT(Values<int32_t>((*out)[1]), ElementsAre(3, 1));
+  EXPECT_EQ((*out)[2].shape(), Shape({3, 2}));
+  EXPECT_THAT(Values<float>((*out)[2]), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ((*out)[3].scalar<int64_t>(), 3);
+  EXPECT_EQ((*out)[4].scalar<int32_t>(), 3);
+  EXPECT_EQ((*out)[5].shape(), Shape({2, 3, 1}));
+  EXPECT_THAT(Values<float>((*out)[5]), ElementsAre(2, 3, 4, 5, 6, 7));
+  EXPECT_EQ((*out)[6].shape(), Shape({1, 2, 3}));
+  EXPECT_EQ((*out)[7].shape(), Shape({2, 3}));
+  EXPECT_EQ((*out)[8].shape(), Shape({3}));
+  EXPECT_THAT(Values<float>((*out)[8]), ElementsAre(7, 8, 9));
 }
 
 TEST(TfImport, ComparisonLogicalSelectCast) {
@@ -379,6 +426,23 @@ TEST(TfImportErrors, AxesThatAreNotConstant) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("node 'sum' (Sum)"));
   EXPECT_THAT(s.message(), HasSubstr("not a constant"));
+}
+
+TEST(TfImportErrors, ShapesNotKnownAtImport) {
+  const std::string z = "node { name: \"z\" op: \"Placeholder\" " + Attr("dtype", "type: DT_FLOAT") +
+                        Attr("shape", "shape { unknown_rank: true }") + "}\n";
+  absl::Status s = ImportError(z + ConstNode("axis", "DT_INT32", "tensor_shape { } int_val: 0") +
+                               Node("ed", "ExpandDims", {"z", "axis"}, T("DT_FLOAT")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("node 'ed' (ExpandDims)"));
+  EXPECT_THAT(s.message(), HasSubstr("rank"));
+  // x is [-1, 3]: its Shape is not a constant, so neither is the Reshape's target.
+  s = ImportError(kPlaceholderX + Node("shp", "Shape", {"x"}, T("DT_FLOAT")) +
+                  Node("r", "Reshape", {"x", "shp"}, T("DT_FLOAT")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), AnyOf(HasSubstr("node 'shp' (Shape)"), HasSubstr("node 'r' (Reshape)")));
+  s = ImportError(kPlaceholderX + Node("sq", "Squeeze", {"x"}, T("DT_FLOAT")));
+  EXPECT_THAT(s.message(), HasSubstr("node 'sq' (Squeeze)"));
 }
 
 TEST(TfImportErrors, FloatFloorMod) {

@@ -55,9 +55,24 @@ struct BodyContext {
   const std::map<std::string, const tfpb::FunctionDef*>* functions = nullptr;
   std::vector<NodeDef>* out = nullptr;
 
-  // Follows `input` through Identity and constant Enter nodes to a Const;
-  // nullopt when it is not one. Errors only for a malformed Const.
+  // The value of `input` when it is known at import (static_values.cc): a
+  // Const, through Identity and constant Enter nodes, and what TensorFlow
+  // computes from constants and static shapes (Shape, Size, Rank, Pack,
+  // StridedSlice of a vector). nullopt when not known; errors only for
+  // malformed nodes.
   absl::StatusOr<std::optional<Tensor>> ConstantValue(absl::string_view input) const;
+  // The static shape of `input` (-1 for a dimension not known), from
+  // Placeholder shapes and Const values through shape-preserving and
+  // broadcasting ops; nullopt when even the rank is not known.
+  std::optional<std::vector<int64_t>> StaticShape(absl::string_view input) const;
+  // The output shape of ExpandDims or Squeeze node `n` from its input's
+  // static shape; an error naming the node when that is not known well
+  // enough for a Reshape (at most one dimension unknown).
+  absl::StatusOr<std::vector<int64_t>> ExpandedOrSqueezed(const TfNode& n) const;
+
+  // Memo of StaticShape, keyed by input string; nullopt while being computed
+  // (a loop's back edge) and when unknown.
+  mutable std::map<std::string, std::optional<std::vector<int64_t>>> shape_memo;
 };
 
 // dtype enum -> tdf dtype; `what` says where ("attr T") in the error, which

@@ -280,6 +280,40 @@ absl::Status PartitionedCallMapper(const TfNode& tf, BodyContext& ctx) {
   return InvokeMapper(tf, ctx, f->func().name());
 }
 
+// ExpandDims(x, axis) and Squeeze(x): a Reshape to the shape the input's
+// static shape gives (importer.h ExpandedOrSqueezed).
+absl::Status ReshapeByStaticShape(const TfNode& tf, BodyContext& ctx) {
+  if (tf.data.empty()) return tf.Invalid("has no data input");
+  TDF_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.ExpandedOrSqueezed(tf));
+  NodeDef n = Make(tf, tf.name(), "Reshape", {tf.data[0]});
+  n.attr["shape"] = std::move(dims);
+  ctx.out->push_back(std::move(n));
+  return absl::OkStatus();
+}
+
+// Shape, Size, Rank, Pack, StridedSlice: computed at import when their
+// inputs are known (static_values.cc), as a Const that fires with its first
+// input (through an Identity, which carries that input's frame and
+// deadness even from a Switch output).
+absl::Status FoldedConstant(const TfNode& tf, BodyContext& ctx) {
+  if (tf.data.empty()) return tf.Invalid("has no data input");
+  TDF_ASSIGN_OR_RETURN(std::optional<Tensor> value, ctx.ConstantValue(tf.name()));
+  if (!value.has_value())
+    return tf.Unsupported(absl::StrCat("tdf has no ", tf.op(), " op, and its value is not known at import (",
+                                       tf.op() == "StridedSlice" || tf.op() == "Pack"
+                                           ? "it is folded only over constant vectors and scalars"
+                                           : "its input's static shape is not fully known",
+                                       ")"));
+  const std::string anchor = absl::StrCat(tf.name(), "/tdf_anchor");
+  ctx.out->push_back(Make(tf, anchor, "Identity", {tf.data[0]}));
+  NodeDef c = Make(tf, tf.name(), "Const", {});
+  c.input.insert(c.input.begin(), absl::StrCat("^", anchor));
+  c.attr["dtype"] = value->dtype();
+  c.attr["value"] = *std::move(value);
+  ctx.out->push_back(std::move(c));
+  return absl::OkStatus();
+}
+
 const absl::flat_hash_map<std::string, Mapper>& Mappers() {
   static const auto* const mappers = [] {
     auto* m = new absl::flat_hash_map<std::string, Mapper>;
@@ -324,6 +358,9 @@ const absl::flat_hash_map<std::string, Mapper>& Mappers() {
     (*m)["Gather"] = GatherMapper;
     (*m)["Fill"] = BroadcastMapper(/*value_input=*/1, /*shape_input=*/0);
     (*m)["BroadcastTo"] = BroadcastMapper(/*value_input=*/0, /*shape_input=*/1);
+    (*m)["ExpandDims"] = ReshapeByStaticShape;
+    (*m)["Squeeze"] = ReshapeByStaticShape;
+    for (const char* op : {"Shape", "Size", "Rank", "Pack", "StridedSlice"}) (*m)[op] = FoldedConstant;
     // Small compositions.
     (*m)["FloorMod"] = FloorModMapper;
     (*m)["FloorDiv"] = FloorDivMapper;

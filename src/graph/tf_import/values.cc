@@ -174,28 +174,5 @@ std::optional<std::string> StringAttr(const TfNode& node, absl::string_view name
   return a->s();
 }
 
-absl::StatusOr<std::optional<Tensor>> BodyContext::ConstantValue(absl::string_view input) const {
-  // A chain of Identity/Enter nodes longer than the body would be a cycle.
-  for (size_t hops = 0; hops <= by_name.size(); ++hops) {
-    absl::StatusOr<InputRef> ref = InputRef::Parse(input);
-    if (!ref.ok() || ref->is_control || ref->port != 0) return std::optional<Tensor>();
-    auto it = by_name.find(ref->node);
-    if (it == by_name.end()) return std::optional<Tensor>();
-    const TfNode& producer = *it->second;
-    if (producer.op() == "Const") {
-      const tfpb::AttrValue* v = producer.FindAttr("value");
-      if (v == nullptr || v->value_case() != tfpb::AttrValue::kTensor)
-        return producer.Invalid("Const without a tensor attribute 'value'");
-      TDF_ASSIGN_OR_RETURN(Tensor t, ConvertTensor(v->tensor(), producer, "attr value"));
-      return std::optional<Tensor>(std::move(t));
-    }
-    const bool forwards = producer.op() == "Identity" ||
-                          (producer.op() == "Enter" && BoolAttr(producer, "is_constant").value_or(false));
-    if (!forwards || producer.data.size() != 1) return std::optional<Tensor>();
-    input = producer.data[0];
-  }
-  return std::optional<Tensor>();
-}
-
 }  // namespace tf_import
 }  // namespace tdf
