@@ -475,5 +475,30 @@ TEST(TfImportErrors, MalformedInputNeverCrashes) {
   EXPECT_FALSE(ImportError(Node("a", "NoOp", {}) + Node("a", "NoOp", {})).ok());
 }
 
+TEST(TfImportErrors, DeepChainsDoNotExhaustTheStack) {
+  // Static shapes and constant values are followed through a chain of
+  // 100 000 Identity nodes: bounded, never a stack overflow.
+  std::string graph = kPlaceholderX + ConstNode("axis", "DT_INT32", "tensor_shape { } int_val: 0");
+  constexpr int kChain = 100000;
+  std::string prev = "x", prev_axis = "axis";
+  for (int i = 0; i < kChain; ++i) {
+    const std::string id = "id" + std::to_string(i), ax = "ax" + std::to_string(i);
+    graph += Node(id, "Identity", {prev}, T("DT_FLOAT")) + Node(ax, "Identity", {prev_axis}, T("DT_INT32"));
+    prev = id;
+    prev_axis = ax;
+  }
+  graph += Node("ed", "ExpandDims", {prev, prev_axis}, T("DT_FLOAT"));
+  absl::Status s = ImportError(graph);
+  EXPECT_THAT(s.message(), HasSubstr("node 'ed' (ExpandDims)"));
+}
+
+TEST(TfImportErrors, HugeFillIsRefusedNotAllocated) {
+  absl::Status s = ImportError(
+      ConstNode("dims", "DT_INT64", "tensor_shape { dim { size: 2 } } int64_val: 1000000 int64_val: 1000000") +
+      ConstNode("v", "DT_FLOAT", "tensor_shape { } float_val: 1") +
+      Node("fill", "Fill", {"dims", "v"}, T("DT_FLOAT")));
+  EXPECT_THAT(s.message(), HasSubstr("node 'fill' (Fill)"));
+}
+
 }  // namespace
 }  // namespace tdf

@@ -73,6 +73,12 @@ struct BodyContext {
   // Memo of StaticShape, keyed by input string; nullopt while being computed
   // (a loop's back edge) and when unknown.
   mutable std::map<std::string, std::optional<std::vector<int64_t>>> shape_memo;
+  // How deep StaticShape and ConstantValue have followed inputs: beyond
+  // kMaxFollow nodes a value or shape counts as not known, so a long chain
+  // in untrusted input can neither overflow the stack nor take quadratic
+  // time.
+  static constexpr int kMaxFollow = 1000;
+  mutable int follow_depth = 0;
 };
 
 // dtype enum -> tdf dtype; `what` says where ("attr T") in the error, which

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/tf_import/importer.h"
 #include "tdf/op_registry.h"
+#include "tdf/serialize.h"
 #include "tdf/status.h"
 
 namespace tdf {
@@ -97,6 +98,11 @@ absl::Status EmitShapeCarrier(const TfNode& tf, BodyContext& ctx, const std::str
     if (d < 0) return tf.Invalid(absl::StrCat("shape [", absl::StrJoin(dims, ","), "] has a negative dimension"));
     shape.AddDim(d);
   }
+  // A few bytes of input must not allocate gigabytes (tdf/serialize.h).
+  if (!shape.Validate().ok() || shape.num_elements() > kMaxSplatElements)
+    return tf.Unsupported(absl::StrCat("shape [", absl::StrJoin(dims, ","), "] has more than ", kMaxSplatElements,
+                                       " elements; tdf's BroadcastTo takes its shape from a tensor of that shape, "
+                                       "which the importer does not allocate above that size"));
   absl::StatusOr<Tensor> zeros = Tensor::Zeros(dtype, shape);
   if (!zeros.ok()) return tf.Invalid(absl::StrCat("shape [", absl::StrJoin(dims, ","), "]: ", zeros.status().message()));
   TDF_ASSIGN_OR_RETURN(InputRef ref, InputRef::Parse(anchor));

@@ -114,9 +114,22 @@ std::optional<std::vector<int64_t>> SliceIndices(int64_t n, int64_t begin, int64
   return out;
 }
 
+// Counts one level of BodyContext::follow_depth while in scope.
+class FollowGuard {
+ public:
+  explicit FollowGuard(int& depth) : depth_(depth) { ++depth_; }
+  ~FollowGuard() { --depth_; }
+  bool too_deep() const { return depth_ > BodyContext::kMaxFollow; }
+
+ private:
+  int& depth_;
+};
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> BodyContext::StaticShape(absl::string_view input) const {
+  FollowGuard guard(follow_depth);
+  if (guard.too_deep()) return std::nullopt;
   absl::StatusOr<InputRef> ref = InputRef::Parse(input);
   if (!ref.ok() || ref->is_control) return std::nullopt;
   const std::string key = absl::StrCat(ref->node, ":", ref->port);
@@ -246,8 +259,11 @@ absl::StatusOr<std::vector<int64_t>> BodyContext::ExpandedOrSqueezed(const TfNod
 }
 
 absl::StatusOr<std::optional<Tensor>> BodyContext::ConstantValue(absl::string_view input) const {
-  // A chain of Identity/Enter nodes longer than the body would be a cycle.
-  for (size_t hops = 0; hops <= by_name.size(); ++hops) {
+  FollowGuard guard(follow_depth);
+  if (guard.too_deep()) return std::optional<Tensor>();
+  // A chain of Identity/Enter nodes is followed as far as kMaxFollow (a
+  // longer one is not known; one longer than the body would be a cycle).
+  for (int hops = 0; hops < kMaxFollow; ++hops) {
     absl::StatusOr<InputRef> ref = InputRef::Parse(input);
     if (!ref.ok() || ref->is_control) return std::optional<Tensor>();
     auto it = by_name.find(ref->node);
