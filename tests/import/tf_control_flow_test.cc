@@ -4,6 +4,8 @@
 // inputs), nested loops, tf.cond (Switch/Merge with pred_id and switch_t),
 // conds inside loops, and a FunctionDef library called by name and through
 // PartitionedCall, including a recursive function.
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,59 @@ TEST(TfImportControlFlow, FunctionLibraryCalledByNameAndThroughPartitionedCall) 
   int64_t fact = 1;
   for (int64_t i = 2; i <= 10; ++i) fact *= i;
   EXPECT_EQ((*out)[4].scalar<int64_t>(), fact);
+}
+
+// Nodes written in the main graph's form as a FunctionDef body: node_def,
+// and every input naming an output arg ("sw:output_true:0", "add:z:0"),
+// as TensorFlow writes function bodies.
+std::string ToFunctionBody(std::string nodes, const std::set<std::string>& args) {
+  std::string out;
+  std::smatch m;
+  const std::regex input("input: \"([^\"^:]+)(:([0-9]+))?\"");
+  std::string::const_iterator from = nodes.cbegin();
+  while (std::regex_search(from, nodes.cend(), m, input)) {
+    out.append(from, m[0].first);
+    const std::string node = m[1].str();
+    const int port = m[3].matched ? std::stoi(m[3].str()) : 0;
+    std::string arg = "z";  // any name: single-output ops are indexed by port
+    if (nodes.find("name: \"" + node + "\" op: \"Switch\"") != std::string::npos) {
+      arg = port == 1 ? "output_true" : "output_false";
+    } else if (nodes.find("name: \"" + node + "\" op: \"Merge\"") != std::string::npos) {
+      arg = port == 1 ? "value_index" : "output";
+    }
+    const bool single_arg = arg == "z";
+    out += args.count(node) > 0 ? "input: \"" + node + "\""
+                                : "input: \"" + node + ":" + arg + ":" + std::to_string(single_arg ? port : 0) + "\"";
+    from = m[0].second;
+  }
+  out.append(from, nodes.cend());
+  for (size_t pos = out.find("node {"); pos != std::string::npos; pos = out.find("node {", pos)) out.replace(pos, 6, "node_def {");
+  return out;
+}
+
+TEST(TfImportControlFlow, WhileLoopInsideAFunction) {
+  // triangle(n) = sum of i for i < n, a tf.while_loop in a Defun's body;
+  // called twice from the main graph.
+  const std::string f = "while/while_context";
+  std::string body = IntConst("zero", 0) + LoopVar("while", "i", "zero", f, "while/add_1") +
+                     LoopVar("while", "acc", "zero", f, "while/add") + Enter("while/Less/Enter", "n", f, true) +
+                     I32("while/Less", "Less", {"while/Merge_i", "while/Less/Enter"}) +
+                     Node("while/LoopCond", "LoopCond", {"while/Less"}) +
+                     I32("while/add", "AddV2", {"while/Identity_acc", "while/Identity_i"}) +
+                     IntConst("while/one", 1, {"^while/Identity_i"}) +
+                     I32("while/add_1", "AddV2", {"while/Identity_i", "while/one"});
+  body = ToFunctionBody(body, {"n"});
+  const std::string graph = IntPlaceholder("a") + IntPlaceholder("b") + Node("ta", "triangle", {"a"}) +
+                            Node("tb", "triangle", {"b"}) + I32("sum", "AddV2", {"ta", "tb"}) +
+                            "library { function { signature { name: \"triangle\" "
+                            "input_arg { name: \"n\" type: DT_INT32 } output_arg { name: \"t\" type: DT_INT32 } } " +
+                            body + " ret { key: \"t\" value: \"while/Exit_acc:output:0\" } } }";
+  absl::StatusOr<Graph> g = ImportTensorFlowGraph(graph);
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<Tensor>> out =
+      testing_tf::Run(*g, {{"a", Tensor::Scalar<int32_t>(10)}, {"b", Tensor::Scalar<int32_t>(7)}}, {"sum"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<int32_t>(), 10 * 9 / 2 + 7 * 6 / 2);
 }
 
 TEST(TfImportControlFlow, PolymorphicFunctionIsRefusedByName) {

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tdf/reference_programs.h"
 #include "tdf/serialize.h"
 #include "tf_test_util.h"
 
@@ -388,6 +389,17 @@ TEST(TfImport, TellsTensorFlowGraphsFromTdfGraphs) {
   EXPECT_FALSE(IsTensorFlowGraph(Node("s", "Sum", {"x"}, Attr("axes", "list { i: 0 }")) +
                                  "versions { producer: 1 min_consumer: 1 }"));
   EXPECT_FALSE(IsTensorFlowGraph(std::string("\x01\x02 garbage", 10)));
+}
+
+TEST(TfImport, TdfsOwnGraphsAreNotTakenForTensorFlowGraphs) {
+  for (const Graph& g : {reference::Fib(), reference::Ack(), reference::EvenOdd(), reference::Primes(),
+                         reference::WhileLoop(), reference::CallInWhile(), reference::WhileInFunction(),
+                         reference::OpChain(5)}) {
+    absl::StatusOr<std::string> binary = SerializeGraph(g);
+    ASSERT_TRUE(binary.ok());
+    EXPECT_FALSE(IsTensorFlowGraph(*binary));
+    EXPECT_FALSE(IsTensorFlowGraph(GraphToText(g)));
+  }
 }
 
 // ---- Refusals: at import, naming the node and what is missing ----
