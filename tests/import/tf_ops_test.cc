@@ -3,6 +3,7 @@
 // Const encoding, devices, versions, and the refusals. Expected values are
 // computed here from the math, not taken from TensorFlow.
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -400,6 +401,45 @@ TEST(TfImport, TdfsOwnGraphsAreNotTakenForTensorFlowGraphs) {
     EXPECT_FALSE(IsTensorFlowGraph(*binary));
     EXPECT_FALSE(IsTensorFlowGraph(GraphToText(g)));
   }
+}
+
+TEST(TfImport, ReferenceVariablesAssignAndGradientDescent) {
+  // w = tf.Variable([1., 2.]); y = w * x; tf.assign_add(w, x);
+  // GradientDescentOptimizer's ApplyGradientDescent(w, 0.5, x); init.
+  const std::string graph =
+      "node { name: \"x\" op: \"Placeholder\" " + Attr("dtype", "type: DT_FLOAT") +
+      Attr("shape", "shape { dim { size: 2 } }") + "}\n" +
+      Node("w", "VariableV2", {},
+           Attr("dtype", "type: DT_FLOAT") + Attr("shape", "shape { dim { size: 2 } }") + Attr("container", "s: \"\"") +
+               Attr("shared_name", "s: \"\"")) +
+      ConstNode("w/initial_value", "DT_FLOAT", "tensor_shape { dim { size: 2 } } float_val: 1 float_val: 2") +
+      Node("w/Assign", "Assign", {"w", "w/initial_value"},
+           T("DT_FLOAT") + Attr("validate_shape", "b: true") + Attr("use_locking", "b: true") +
+               Attr("_class", "list { s: \"loc:@w\" }")) +
+      Node("w/read", "Identity", {"w"}, T("DT_FLOAT")) + Node("y", "Mul", {"w/read", "x"}, T("DT_FLOAT")) +
+      Node("y_ref", "Mul", {"w", "x"}, T("DT_FLOAT")) +
+      Node("bump", "AssignAdd", {"w", "x"}, T("DT_FLOAT") + Attr("use_locking", "b: false")) +
+      ConstNode("lr", "DT_FLOAT", "tensor_shape { } float_val: 0.5") +
+      Node("sgd", "ApplyGradientDescent", {"w", "lr", "x"}, T("DT_FLOAT") + Attr("use_locking", "b: false")) +
+      Node("init", "NoOp", {"^w/Assign"}) + kVersions;
+  absl::StatusOr<Graph> g = ImportTensorFlowGraph(graph);
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*g);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Tensor x = *Tensor::FromVector<float>({3, 4}, {2});
+  auto y = [&]() -> std::vector<float> {
+    absl::StatusOr<std::vector<Tensor>> out = (*session)->Run({{"x", x}}, {"y", "y_ref"});
+    if (!out.ok()) return {};
+    EXPECT_THAT(Values<float>((*out)[1]), ElementsAreArray(Values<float>((*out)[0])));
+    return Values<float>((*out)[0]);
+  };
+  EXPECT_THAT(y(), ElementsAre(1 * 3, 2 * 4));  // initialized from w/initial_value
+  ASSERT_TRUE((*session)->Run({{"x", x}}, {}, {"bump"}).ok());
+  EXPECT_THAT(y(), ElementsAre((1 + 3) * 3, (2 + 4) * 4));
+  ASSERT_TRUE((*session)->Run({{"x", x}}, {}, {"sgd"}).ok());
+  EXPECT_THAT(y(), ElementsAre((1 + 3 - 0.5f * 3) * 3, (2 + 4 - 0.5f * 4) * 4));
+  ASSERT_TRUE((*session)->Run({}, {}, {"init"}).ok());
+  EXPECT_THAT(y(), ElementsAre(1 * 3, 2 * 4));
 }
 
 // ---- Refusals: at import, naming the node and what is missing ----

@@ -103,6 +103,26 @@ absl::StatusOr<std::string> ConvertDevice(const tfpb::NodeDef& node) {
   return name->ToString();
 }
 
+// TensorFlow 1 variables are references that their consumers read
+// implicitly; a tdf Variable is a handle read by a Read node. Every data
+// input naming a variable, except the variable operand of the ops that
+// update it, reads it through "<variable>/tdf_read" (ops.cc VariableMapper
+// emits that Read).
+void ReadVariablesThroughReads(std::vector<TfNode>& nodes) {
+  std::set<std::string> variables;
+  for (const TfNode& n : nodes) {
+    if (IsVariableOp(n.op())) variables.insert(n.name());
+  }
+  if (variables.empty()) return;
+  for (TfNode& n : nodes) {
+    for (size_t i = 0; i < n.data.size(); ++i) {
+      if (i == 0 && UpdatesVariable(n.op())) continue;
+      absl::StatusOr<InputRef> ref = InputRef::Parse(n.data[i]);
+      if (ref.ok() && ref->port == 0 && variables.count(ref->node) > 0) n.data[i] = VariableReadName(ref->node);
+    }
+  }
+}
+
 // The nodes of one body with inputs split and resolved. In a function body
 // `args` holds the argument names and inputs are "arg" or "node:out:index".
 absl::StatusOr<std::vector<TfNode>> ResolveNodes(const google::protobuf::RepeatedPtrField<tfpb::NodeDef>& defs,
@@ -141,6 +161,7 @@ absl::StatusOr<std::vector<TfNode>> ResolveNodes(const google::protobuf::Repeate
     }
     nodes.push_back(std::move(n));
   }
+  if (args == nullptr) ReadVariablesThroughReads(nodes);
   return nodes;
 }
 

@@ -107,6 +107,14 @@ absl::Status ConvertNode(const TfNode& node, BodyContext& ctx);
 absl::StatusOr<int> OutputPort(const tfpb::NodeDef& producer, absl::string_view arg, int index,
                                const std::map<std::string, const tfpb::FunctionDef*>& functions);
 
+// TensorFlow 1 reference variables (VariableV2, Variable), the ops that
+// update one through its first input (Assign, AssignAdd, AssignSub,
+// ApplyGradientDescent), and the name of the Read that stands for every
+// other use of the variable.
+bool IsVariableOp(const std::string& op);
+bool UpdatesVariable(const std::string& op);
+std::string VariableReadName(const std::string& variable);
+
 // Whether tdf's own ops cover `op` unchanged (same name, same inputs) — the
 // importer maps every other op name it knows; used to tell a TensorFlow
 // graph from a tdf one.

@@ -320,6 +320,55 @@ absl::Status FoldedConstant(const TfNode& tf, BodyContext& ctx) {
   return absl::OkStatus();
 }
 
+// VariableV2(shape, dtype) -> Variable, and the Read its other consumers
+// use (import.cc ReadVariablesThroughReads). The initial value is taken
+// from the initializer TensorFlow names "<variable>/Assign" when it assigns
+// a constant, so the variable is initialized when the session is created,
+// as after running TensorFlow's init op.
+absl::Status VariableMapper(const TfNode& tf, BodyContext& ctx) {
+  NodeDef v = Make(tf, tf.name(), "Variable", {});
+  TDF_ASSIGN_OR_RETURN(DType dtype, TypeAttr(tf, "dtype"));
+  v.attr["dtype"] = dtype;
+  if (const tfpb::AttrValue* s = tf.FindAttr("shape"); s != nullptr && s->value_case() == tfpb::AttrValue::kShape) {
+    TDF_ASSIGN_OR_RETURN(std::optional<Shape> shape, ConvertShape(s->shape(), tf, "attr shape"));
+    if (shape.has_value()) v.attr["shape"] = *std::move(shape);
+  }
+  if (auto init = ctx.by_name.find(absl::StrCat(tf.name(), "/Assign"));
+      init != ctx.by_name.end() && init->second->op() == "Assign" && init->second->data.size() == 2 &&
+      init->second->data[0] == tf.name()) {
+    TDF_ASSIGN_OR_RETURN(std::optional<Tensor> value, ctx.ConstantValue(init->second->data[1]));
+    if (value.has_value()) v.attr["initial_value"] = *std::move(value);
+  }
+  ctx.out->push_back(std::move(v));
+  NodeDef read = Make(tf, VariableReadName(tf.name()), "Read", {tf.name()});
+  read.attr["dtype"] = dtype;
+  ctx.out->push_back(std::move(read));
+  return absl::OkStatus();
+}
+
+// Assign(ref, value), AssignAdd, AssignSub: tdf's ops of the same name on
+// the variable's handle.
+absl::Status AssignMapper(const TfNode& tf, BodyContext& ctx) {
+  TDF_RETURN_IF_ERROR(NeedInputs(tf, 2));
+  TDF_ASSIGN_OR_RETURN(DType t, TypeAttr(tf, "T"));
+  NodeDef n = Make(tf, tf.name(), tf.op(), tf.data);
+  n.attr["dtype"] = t;
+  ctx.out->push_back(std::move(n));
+  return absl::OkStatus();
+}
+
+// ApplyGradientDescent(var, alpha, delta): var -= alpha * delta.
+absl::Status ApplyGradientDescentMapper(const TfNode& tf, BodyContext& ctx) {
+  TDF_RETURN_IF_ERROR(NeedInputs(tf, 3));
+  TDF_ASSIGN_OR_RETURN(DType t, TypeAttr(tf, "T"));
+  const std::string step = absl::StrCat(tf.name(), "/tdf_step");
+  ctx.out->push_back(Make(tf, step, "Mul", {tf.data[1], tf.data[2]}));
+  NodeDef n = Make(tf, tf.name(), "AssignSub", {tf.data[0], step});
+  n.attr["dtype"] = t;
+  ctx.out->push_back(std::move(n));
+  return absl::OkStatus();
+}
+
 const absl::flat_hash_map<std::string, Mapper>& Mappers() {
   static const auto* const mappers = [] {
     auto* m = new absl::flat_hash_map<std::string, Mapper>;
@@ -367,6 +416,11 @@ const absl::flat_hash_map<std::string, Mapper>& Mappers() {
     (*m)["ExpandDims"] = ReshapeByStaticShape;
     (*m)["Squeeze"] = ReshapeByStaticShape;
     for (const char* op : {"Shape", "Size", "Rank", "Pack", "StridedSlice"}) (*m)[op] = FoldedConstant;
+    // TensorFlow 1 variables.
+    (*m)["VariableV2"] = VariableMapper;
+    (*m)["Variable"] = VariableMapper;
+    for (const char* op : {"Assign", "AssignAdd", "AssignSub"}) (*m)[op] = AssignMapper;
+    (*m)["ApplyGradientDescent"] = ApplyGradientDescentMapper;
     // Small compositions.
     (*m)["FloorMod"] = FloorModMapper;
     (*m)["FloorDiv"] = FloorDivMapper;
@@ -441,21 +495,26 @@ absl::StatusOr<int> OutputPort(const tfpb::NodeDef& producer, absl::string_view 
                                                  "' (", producer.op(), ")"));
 }
 
+bool IsVariableOp(const std::string& op) { return op == "VariableV2" || op == "Variable"; }
+
+bool UpdatesVariable(const std::string& op) {
+  return op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op == "ApplyGradientDescent";
+}
+
+std::string VariableReadName(const std::string& variable) { return absl::StrCat(variable, "/tdf_read"); }
+
 bool IsTensorFlowOnlyForm(const tfpb::NodeDef& node) {
   auto it = Mappers().find(node.op());
   if (it == Mappers().end()) return false;
   if (OpRegistry::Global()->Find(node.op()) == nullptr) return true;  // AddV2, ConcatV2, RealDiv, ...
-  // tdf's name, TensorFlow's inputs: the axes, shape or perm as an input.
-  static const auto* const two_input_forms =
-      new std::vector<std::string>{"Sum", "Mean", "Max", "Reshape", "Transpose"};
-  for (const std::string& op : *two_input_forms) {
-    if (node.op() == op) {
-      int data = 0;
-      for (const std::string& in : node.input()) data += !in.empty() && in[0] != '^';
-      return data == 2;
-    }
+  // tdf's name, TensorFlow's inputs: the axes, shape, perm or begin and
+  // size as inputs.
+  int data = 0;
+  for (const std::string& in : node.input()) data += !in.empty() && in[0] != '^';
+  for (const char* op : {"Sum", "Mean", "Max", "Reshape", "Transpose"}) {
+    if (node.op() == op) return data == 2;
   }
-  return (node.op() == "Slice" && node.input_size() >= 3);
+  return node.op() == "Slice" && data == 3;
 }
 
 }  // namespace tf_import
