@@ -23,6 +23,8 @@ using ::testing::HasSubstr;
 using testing_tf::ImportAndRun;
 using testing_tf::Values;
 
+absl::Status ImportError(const std::string& graph);
+
 constexpr char kVersions[] = "versions { producer: 27 min_consumer: 12 }\n";
 
 std::string Attr(const std::string& key, const std::string& value) {
@@ -227,6 +229,26 @@ TEST(TfImport, ComparisonLogicalSelectCast) {
   EXPECT_THAT(Values<float>((*out)[4]), ElementsAreArray(select));
   EXPECT_THAT(Values<int32_t>((*out)[5]), ElementsAreArray(cast));
   EXPECT_THAT(Values<float>((*out)[6]), ElementsAreArray(maximum));
+}
+
+TEST(TfImport, SelectV1PicksRowsWithAVectorCondition) {
+  const std::string graph =
+      kPlaceholderX + "node { name: \"rows\" op: \"Placeholder\" " + Attr("dtype", "type: DT_BOOL") +
+      Attr("shape", "shape { dim { size: 2 } }") + "}\n" + Node("neg", "Neg", {"x"}, T("DT_FLOAT")) +
+      Node("pick", "Select", {"rows", "x", "neg"}, T("DT_FLOAT")) +
+      Node("same", "Select", {"pick_cond", "x", "neg"}, T("DT_FLOAT")) +
+      Node("pick_cond", "Greater", {"x", "neg"}, T("DT_FLOAT")) + kVersions;
+  const Tensor rows = *Tensor::FromVector<bool>({false, true}, {2});
+  absl::StatusOr<std::vector<Tensor>> out = ImportAndRun(graph, {{"x", X23()}, {"rows", rows}}, {"pick", "same"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values<float>((*out)[0]), ElementsAre(-1, -2, -3, 4, 5, 6));
+  EXPECT_THAT(Values<float>((*out)[1]), ElementsAre(1, 2, 3, 4, 5, 6));
+  // Ranks not known: refused rather than guessed.
+  absl::Status s = ImportError(
+      "node { name: \"c\" op: \"Placeholder\" " + Attr("dtype", "type: DT_BOOL") + "}\n" +
+      "node { name: \"v\" op: \"Placeholder\" " + Attr("dtype", "type: DT_FLOAT") + "}\n" +
+      Node("sel", "Select", {"c", "v", "v"}, T("DT_FLOAT")));
+  EXPECT_THAT(s.message(), HasSubstr("node 'sel' (Select)"));
 }
 
 TEST(TfImport, IntegerDivisionForms) {

@@ -239,6 +239,33 @@ absl::Status BiasAddMapper(const TfNode& tf, BodyContext& ctx) {
   return Rename("Add")(tf, ctx);
 }
 
+// TensorFlow 1's Select(cond, x, y) with a vector cond and a matrix (or
+// higher) x picks whole rows; tdf's Select broadcasts, which would line the
+// vector up with the last axis. Where the ranks are known at import, the
+// vector becomes [n, 1, ..., 1] first; where they are not, it must not be
+// the row form, and the import is refused.
+absl::Status SelectV1Mapper(const TfNode& tf, BodyContext& ctx) {
+  TDF_RETURN_IF_ERROR(NeedInputs(tf, 3));
+  std::optional<std::vector<int64_t>> cond = ctx.StaticShape(tf.data[0]);
+  std::optional<std::vector<int64_t>> x = ctx.StaticShape(tf.data[1]);
+  if (!x.has_value()) x = ctx.StaticShape(tf.data[2]);
+  if (cond.has_value() && x.has_value() && cond->size() == 1 && x->size() > 1) {
+    std::vector<int64_t> rows(x->size(), 1);
+    rows[0] = -1;
+    const std::string reshaped = absl::StrCat(tf.name(), "/tdf_rows");
+    NodeDef r = Make(tf, reshaped, "Reshape", {tf.data[0]});
+    r.attr["shape"] = std::move(rows);
+    ctx.out->push_back(std::move(r));
+    ctx.out->push_back(Make(tf, tf.name(), "Select", {reshaped, tf.data[1], tf.data[2]}));
+    return absl::OkStatus();
+  }
+  if (!cond.has_value() || !x.has_value())
+    return tf.Unsupported(absl::StrCat("the ranks of its condition and values are not known at import, and "
+                                       "TensorFlow 1's Select picks rows where the condition is a vector and the "
+                                       "values are not; tdf's Select broadcasts (SelectV2)"));
+  return Rename("Select")(tf, ctx);
+}
+
 // TensorFlow's ReluGrad(gradients, features); tdf's ReluGrad(x, dy).
 absl::Status ReluGradMapper(const TfNode& tf, BodyContext& ctx) {
   TDF_RETURN_IF_ERROR(NeedInputs(tf, 2));
@@ -377,7 +404,7 @@ const absl::flat_hash_map<std::string, Mapper>& Mappers() {
                            "Log", "Tanh", "Sigmoid", "Relu", "Sqrt", "Rsqrt", "Reciprocal", "TanhGrad",
                            "SigmoidGrad", "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
                            "LogicalAnd", "LogicalOr", "LogicalNot", "AddN", "Identity", "NoOp", "ZerosLike",
-                           "OnesLike", "Softmax", "Select", "LoopCond"})
+                           "OnesLike", "Softmax", "LoopCond"})
       (*m)[op] = Rename(op);
     // TensorFlow's other names for tdf's ops.
     (*m)["AddV2"] = Rename("Add");
@@ -388,6 +415,7 @@ const absl::flat_hash_map<std::string, Mapper>& Mappers() {
     (*m)["TruncateMod"] = Rename("Mod");
     (*m)["Inv"] = Rename("Reciprocal");
     (*m)["SelectV2"] = Rename("Select");
+    (*m)["Select"] = SelectV1Mapper;
     (*m)["StopGradient"] = Rename("Identity");
     (*m)["Snapshot"] = Rename("Identity");
     (*m)["PreventGradient"] = Rename("Identity");
