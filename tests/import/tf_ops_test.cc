@@ -249,6 +249,11 @@ TEST(TfImport, SelectV1PicksRowsWithAVectorCondition) {
       "node { name: \"v\" op: \"Placeholder\" " + Attr("dtype", "type: DT_FLOAT") + "}\n" +
       Node("sel", "Select", {"c", "v", "v"}, T("DT_FLOAT")));
   EXPECT_THAT(s.message(), HasSubstr("node 'sel' (Select)"));
+  // A scalar condition is never the row form, whatever the values' shape.
+  EXPECT_TRUE(ImportError("node { name: \"c\" op: \"Placeholder\" " + Attr("dtype", "type: DT_BOOL") +
+                          Attr("shape", "shape { }") + "}\n" + "node { name: \"v\" op: \"Placeholder\" " +
+                          Attr("dtype", "type: DT_FLOAT") + "}\n" + Node("sel", "Select", {"c", "v", "v"}, T("DT_FLOAT")))
+                  .ok());
 }
 
 TEST(TfImport, IntegerDivisionForms) {

@@ -242,8 +242,8 @@ absl::Status BiasAddMapper(const TfNode& tf, BodyContext& ctx) {
 // TensorFlow 1's Select(cond, x, y) with a vector cond and a matrix (or
 // higher) x picks whole rows; tdf's Select broadcasts, which would line the
 // vector up with the last axis. Where the ranks are known at import, the
-// vector becomes [n, 1, ..., 1] first; where they are not, it must not be
-// the row form, and the import is refused.
+// vector becomes [n, 1, ..., 1] first; where it cannot be told whether
+// this is the row form, the import is refused.
 absl::Status SelectV1Mapper(const TfNode& tf, BodyContext& ctx) {
   TDF_RETURN_IF_ERROR(NeedInputs(tf, 3));
   std::optional<std::vector<int64_t>> cond = ctx.StaticShape(tf.data[0]);
@@ -259,7 +259,8 @@ absl::Status SelectV1Mapper(const TfNode& tf, BodyContext& ctx) {
     ctx.out->push_back(Make(tf, tf.name(), "Select", {reshaped, tf.data[1], tf.data[2]}));
     return absl::OkStatus();
   }
-  if (!cond.has_value() || !x.has_value())
+  const bool not_row_form = (cond.has_value() && cond->size() != 1) || (x.has_value() && x->size() <= 1);
+  if (!not_row_form)
     return tf.Unsupported(absl::StrCat("the ranks of its condition and values are not known at import, and "
                                        "TensorFlow 1's Select picks rows where the condition is a vector and the "
                                        "values are not; tdf's Select broadcasts (SelectV2)"));
