@@ -6,6 +6,7 @@
 // those computations where their inputs are known.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,16 @@ std::optional<Dims> Broadcast(const Dims& a, const Dims& b) {
     out[out.size() - 1 - k] = d;
   }
   return out;
+}
+
+// The product of known (non-negative) dims; nullopt on overflow (dims
+// come from untrusted shapes).
+std::optional<int64_t> Product(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
 }
 
 bool FullyKnown(const Dims& d) {
@@ -174,13 +185,15 @@ std::optional<std::vector<int64_t>> BodyContext::StaticShape(absl::string_view i
     if (shape.ok()) out = Ints(*shape);
     if (out.has_value() && op == "Reshape") {
       std::optional<Dims> in = StaticShape(n.data[0]);
-      int64_t known = 1, unknown = 0;
-      for (int64_t d : *out) d < 0 ? ++unknown : known *= d;
-      if (unknown == 1 && in.has_value() && FullyKnown(*in) && known > 0) {
-        int64_t total = 1;
-        for (int64_t d : *in) total *= d;
+      Dims known_dims;
+      for (int64_t d : *out) {
+        if (d >= 0) known_dims.push_back(d);
+      }
+      const std::optional<int64_t> known = Product(known_dims);
+      const std::optional<int64_t> total = in.has_value() ? Product(*in) : std::nullopt;
+      if (known_dims.size() + 1 == out->size() && known.has_value() && *known > 0 && total.has_value()) {
         for (int64_t& d : *out) {
-          if (d < 0) d = total / known;
+          if (d < 0) d = *total / *known;
         }
       }
     }
@@ -281,12 +294,17 @@ absl::StatusOr<std::optional<Tensor>> BodyContext::ConstantValue(absl::string_vi
     if (op == "Shape" || op == "Size" || op == "Rank") {
       std::optional<Dims> in = n.data.empty() ? std::nullopt : StaticShape(n.data[0]);
       if (!in.has_value() || (op != "Rank" && !FullyKnown(*in))) return std::optional<Tensor>();
-      int64_t size = 1;
-      for (int64_t d : *in) size *= d;
+      const std::optional<int64_t> size = Product(*in);
+      if (op == "Size" && !size.has_value()) return std::optional<Tensor>();
       const std::vector<int64_t> v = op == "Shape"  ? *in
-                                     : op == "Size" ? std::vector<int64_t>{size}
+                                     : op == "Size" ? std::vector<int64_t>{*size}
                                                     : std::vector<int64_t>{static_cast<int64_t>(in->size())};
-      TDF_ASSIGN_OR_RETURN(Tensor t, IntTensor(v, op == "Rank" ? DType::kInt32 : OutType(n), op != "Shape"));
+      const DType dtype = op == "Rank" ? DType::kInt32 : OutType(n);
+      for (int64_t x : v) {
+        // TensorFlow fails such a Shape at run time; tdf does not know it.
+        if (dtype == DType::kInt32 && x > std::numeric_limits<int32_t>::max()) return std::optional<Tensor>();
+      }
+      TDF_ASSIGN_OR_RETURN(Tensor t, IntTensor(v, dtype, op != "Shape"));
       return std::optional<Tensor>(std::move(t));
     }
     if (op == "Pack") {  // tf.stack of constant scalars (or equal-shaped constants) along axis 0
