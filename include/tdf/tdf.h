@@ -2,8 +2,8 @@
 //
 // Everything an application needs, in one include: graphs and the builder
 // (with its operators), sessions, automatic differentiation, the file
-// format, the graph transformations, DOT pictures, rank placement and
-// partitioning, and custom ops and kernels. The reference programs
+// format and TensorFlow import, the graph transformations, DOT pictures,
+// rank placement and partitioning, and custom ops and kernels. The reference programs
 // (tdf/reference_programs.h) and the distributed session are included
 // on their own.
 //
@@ -23,6 +23,7 @@
 #include "tdf/session.h"
 #include "tdf/status.h"
 #include "tdf/tensor.h"
+#include "tdf/tf_import.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
 

@@ -9,9 +9,10 @@
 //                [--runs N] [--restore CKPT] [--save CKPT] [--gpu]
 //   mpirun -np N tdf run FILE --feed ... --fetch ... [--spread FUNCTION[:DEPTH[:hash|round-robin]]]
 //   tdf reference NAME -o OUT.pbtxt      (write a built-in reference program)
+//   tdf import-tf GRAPH.pb -o OUT.pbtxt  (a TensorFlow 1.x GraphDef in tdf's form)
 //
-// FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form
-// (tdf/serialize.h). Exit status: 0 success, 1 the command failed, 2 usage.
+// FILE is a graph in binary (.pb) or text (.pbtxt) protobuf form, tdf's own
+// (tdf/serialize.h) or a GraphDef TensorFlow wrote (tdf/tf_import.h). Exit status: 0 success, 1 the command failed, 2 usage.
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
@@ -43,6 +44,7 @@
 #include "tdf/serialize.h"
 #include "tdf/session.h"
 #include "tdf/status.h"
+#include "tdf/tf_import.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
 #ifdef TDF_CLI_WITH_MPI
@@ -75,11 +77,14 @@ constexpr char kUsage[] =
     "                                      cuda:0 (the CPU, with a note, without one);\n"
     "                                      limits: each run's deadline (50ms, 2s, 1m),\n"
     "                                      the nesting of calls and loops, live frames\n"
+    "  import-tf FILE -o OUT               a TensorFlow 1.x GraphDef (.pb or .pbtxt) in\n"
+    "                                      tdf's form (docs/tensorflow_import.md)\n"
     "  reference NAME -o OUT               save a built-in reference program\n"
     "                                      (fib ack tak fact even_odd exp primes mc91 sum yaghi\n"
     "                                       while_loop call_in_while while_in_function)\n"
     "\n"
-    "FILE: a graph as binary (.pb) or text (.pbtxt) protobuf. VALUE: a scalar of the\n"
+    "FILE: a graph as binary (.pb) or text (.pbtxt) protobuf, in tdf's form or as\n"
+    "TensorFlow wrote it (imported on the fly). VALUE: a scalar of the\n"
     "placeholder's dtype (42, 1.5, true), or a comma-separated vector (1,2,3).\n";
 
 // Exit codes.
@@ -174,7 +179,7 @@ absl::Status WriteFile(const std::string& path, const std::string& data) {
 
 int Validate(const Args& args) {
   TDF_ONE_FILE(path, args, "validate");
-  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraphOrTensorFlowGraph(path);
   if (!graph.ok()) return Fail(graph.status());
   absl::Status s = tdf::Validate(*graph);
   if (!s.ok()) return Fail(absl::Status(s.code(), absl::StrCat(path, ": ", s.message())));
@@ -183,11 +188,24 @@ int Validate(const Args& args) {
   return kOk;
 }
 
+int ImportTf(const Args& args) {
+  TDF_ONE_FILE(path, args, "import-tf");
+  const std::string out = args.Get("-o");
+  if (out.empty()) return Usage("import-tf", "import-tf needs -o OUT");
+  absl::StatusOr<tdf::Graph> graph = tdf::ImportTensorFlowGraphFile(path);
+  if (!graph.ok()) return Fail(graph.status());
+  absl::Status s = tdf::SaveGraph(*graph, out);
+  if (!s.ok()) return Fail(s);
+  std::cerr << "wrote " << out << " (" << graph->node.size() << " nodes, " << graph->library.functions().size()
+            << " functions)\n";
+  return kOk;
+}
+
 int Transform(const Args& args) {
   TDF_ONE_FILE(path, args, "transform");
   const std::string out = args.Get("-o");
   if (out.empty()) return Usage("transform", "transform needs -o OUT");
-  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraphOrTensorFlowGraph(path);
   if (!graph.ok()) return Fail(graph.status());
   absl::StatusOr<tdf::Graph> transformed = tdf::StaticizeRecursion(*graph);
   if (!transformed.ok()) return Fail(transformed.status());
@@ -210,7 +228,7 @@ bool ParseRanks(const Args& args, const std::string& command, int* ranks, int* e
 // Loads, validates, transforms (when the graph still has functions) and
 // partitions FILE.
 absl::StatusOr<tdf::PartitionedGraph> LoadPartitioned(const std::string& path, int ranks) {
-  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraphOrTensorFlowGraph(path);
   if (!graph.ok()) return graph.status();
   absl::Status valid = tdf::Validate(*graph);
   if (!valid.ok()) return absl::Status(valid.code(), absl::StrCat(path, ": ", valid.message()));
@@ -263,7 +281,7 @@ int Dot(const Args& args) {
     if (!parts.ok()) return Fail(parts.status());
     dot = tdf::PartitionsToDot(*parts);
   } else {
-    absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+    absl::StatusOr<tdf::Graph> graph = tdf::LoadGraphOrTensorFlowGraph(path);
     if (!graph.ok()) return Fail(graph.status());
     if (args.Has("--static")) {
       graph = tdf::StaticizeRecursion(*graph);
@@ -409,7 +427,7 @@ int Run(const Args& args) {
   if (!absl::SimpleAtoi(runs_arg, &runs) || runs < 1)
     return Usage("run", absl::StrCat("--runs ", runs_arg, ": not a positive integer"));
 
-  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraph(path);
+  absl::StatusOr<tdf::Graph> graph = tdf::LoadGraphOrTensorFlowGraph(path);
   if (!graph.ok()) return Fail(graph.status());
 
   std::vector<std::pair<std::string, tdf::Tensor>> feeds;
@@ -519,6 +537,7 @@ int main(int argc, char** argv) {
         {"--stats", "--gpu"},
         Run}},
       {"reference", {{"-o"}, {}, Reference}},
+      {"import-tf", {{"-o"}, {}, ImportTf}},
   };
   auto it = kCommands->find(command);
   if (it == kCommands->end()) {
