@@ -14,6 +14,7 @@
 #include "tdf/autodiff.h"
 #include "tdf/builder.h"
 #include "tdf/dot.h"
+#include "tdf/function_op.h"
 #include "tdf/graph.h"
 #include "tdf/kernel.h"
 #include "tdf/op_registry.h"
