@@ -63,6 +63,8 @@ using ShapeFunction = std::function<absl::StatusOr<std::vector<Shape>>(absl::Spa
 /// An op defined by a C++ callable over tensors: what RegisterFunctionOp
 /// registers.
 struct FunctionOp {
+  /// An op `name` taking `inputs` and giving `outputs` (their dtypes),
+  /// computed by `compute`; the optional fields below stay unset.
   FunctionOp(std::string name, std::vector<DType> inputs, std::vector<DType> outputs, TensorFunction compute)
       : name(std::move(name)), inputs(std::move(inputs)), outputs(std::move(outputs)), compute(std::move(compute)) {}
 
@@ -94,6 +96,7 @@ struct FunctionOp {
 /// an invalid dtype or a missing `compute`. Thread-safe.
 absl::Status RegisterFunctionOp(FunctionOp op);
 
+/// \cond INTERNAL
 namespace function_op_internal {
 
 template <typename T>
@@ -203,6 +206,7 @@ TensorFunction ScalarGradient(G gradient, std::tuple<Args...>*, R*) {
 }
 
 }  // namespace function_op_internal
+/// \endcond
 
 /// Registers `fn`, a callable of bool/int32_t/int64_t/float/double
 /// parameters returning one of those types, as the elementwise op `name`:
