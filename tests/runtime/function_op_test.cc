@@ -190,6 +190,17 @@ TEST(FunctionOp, RunsInWhileLoopsAndRecursion) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<int64_t>(), 30 * 31 * 61 / 6);
   EXPECT_EQ((*out)[1].scalar<int64_t>(), 30 * 31 * 61 / 6);
+
+  // The dynamic baseline with two workers runs the same kernels.
+  SessionOptions dynamic;
+  dynamic.mode = ExecutionMode::kDynamic;
+  dynamic.num_workers = 2;
+  absl::StatusOr<std::unique_ptr<Session>> dynamic_session = Session::Create(*g, dynamic);
+  ASSERT_TRUE(dynamic_session.ok()) << dynamic_session.status();
+  auto again = (*dynamic_session)->Run({{"n", Tensor::Scalar<int64_t>(30)}}, {"recursive", "iterative"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)[0].scalar<int64_t>(), 30 * 31 * 61 / 6);
+  EXPECT_EQ((*again)[1].scalar<int64_t>(), 30 * 31 * 61 / 6);
 }
 
 TEST(FunctionOp, ScalarGradientComposesWithAddGradientsAndBroadcasts) {
