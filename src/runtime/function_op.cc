@@ -191,10 +191,21 @@ absl::Status RegisterFunctionOp(FunctionOp op) {
     FunctionOp grad(grad_name, std::move(grad_inputs), op.inputs, op.gradient);
     grad.elementwise = op.elementwise;
     if (!op.elementwise) {
-      // Each dx has its input's shape.
+      // The gradient callable may rely on what the forward one could: its
+      // x inputs pass the forward's shape rule, and each dy has the shape of
+      // that output. Each dx has its input's shape.
       const size_t n = op.inputs.size();
-      grad.shape = [n](absl::Span<const Shape> shapes) -> absl::StatusOr<std::vector<Shape>> {
-        return std::vector<Shape>(shapes.begin(), shapes.begin() + n);
+      grad.shape = [n, forward = op.shape](absl::Span<const Shape> shapes) -> absl::StatusOr<std::vector<Shape>> {
+        std::vector<Shape> xs(shapes.begin(), shapes.begin() + n);
+        if (forward) {
+          TDF_ASSIGN_OR_RETURN(std::vector<Shape> ys, forward(xs));
+          for (size_t j = 0; j < ys.size() && n + j < shapes.size(); ++j)
+            if (shapes[n + j] != ys[j])
+              return absl::InvalidArgumentError(absl::StrCat("the gradient of output ", j, " has shape ",
+                                                             shapes[n + j].DebugString(), "; the output has ",
+                                                             ys[j].DebugString()));
+        }
+        return xs;
       };
     }
     grad.doc = absl::StrCat("The gradient of ", op.name, ": its inputs, then one dy per output; one dx per input.");

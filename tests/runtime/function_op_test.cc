@@ -312,6 +312,32 @@ TEST(FunctionOp, TensorFormChecksItsShapeRuleAndDifferentiates) {
                     HasSubstr("shape rule of op 'FnOpRowSums' rejects inputs [[2]]: expects a matrix")));
 }
 
+// The gradient op is an op like any other, which a graph may use with any
+// inputs of its dtypes (MutatedGraphsTest did): its callable runs only on
+// inputs that pass the forward's shape rule and on dys of the forward's
+// output shapes, as the forward callable does; others end in a Status.
+TEST(FunctionOp, TheGradientOpChecksTheForwardShapeRule) {
+  ASSERT_TRUE(RegisterFunctionOp(RowSums("FnOpRowSums2")).ok());
+  GraphBuilder b;
+  b.Op("FnOpRowSums2Grad", {b.Placeholder("m", DType::kFloat64), b.Placeholder("dy", DType::kFloat64)}, {}, "g");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto session = MakeSession(*g);
+  ASSERT_NE(session, nullptr);
+  Tensor m23 = *Tensor::FromVector<double>({1, 2, 3, 4, 5, 6}, Shape({2, 3}));
+  auto fine = session->Run({{"m", m23}, {"dy", Tensor::Vector<double>({1, 2})}}, {"g"});
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_TRUE((*fine)[0].Equals(*Tensor::FromVector<double>({1, 1, 1, 2, 2, 2}, Shape({2, 3}))));
+
+  auto scalars = session->Run({{"m", Tensor::Scalar(1.0)}, {"dy", Tensor::Scalar(1.0)}}, {"g"});
+  ASSERT_FALSE(scalars.ok());
+  EXPECT_THAT(scalars.status().message(),
+              AllOf(HasSubstr("node 'g' (FnOpRowSums2Grad)"), HasSubstr("rejects inputs [[], []]: expects a matrix")));
+  auto short_dy = session->Run({{"m", m23}, {"dy", Tensor::Vector<double>({1})}}, {"g"});
+  ASSERT_FALSE(short_dy.ok());
+  EXPECT_THAT(short_dy.status().message(), HasSubstr("the gradient of output 0 has shape [1]; the output has [2]"));
+}
+
 TEST(FunctionOp, ResultsTheSignatureOrShapeRuleForbidAreErrors) {
   FunctionOp wrong_shape = RowSums("FnOpWrongShape");
   wrong_shape.compute = [](absl::Span<const Tensor>) -> absl::StatusOr<std::vector<Tensor>> {
