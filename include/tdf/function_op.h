@@ -79,7 +79,9 @@ struct FunctionOp {
   /// inputs followed by one upstream gradient per output (zeros where none
   /// flows), it returns one gradient per input, of that input's dtype and
   /// shape (integer and bool inputs get none: return any tensor of their
-  /// dtype). Registered as a second op, "<name>Grad".
+  /// dtype). Registered as a second op, "<name>Grad", which any graph may
+  /// use: it calls `gradient` only on inputs that pass `shape` and on
+  /// upstream gradients of the outputs' shapes.
   TensorFunction gradient;
   /// Set by the scalar form: scalar inputs broadcast against the others,
   /// and their gradients are summed back to a scalar.
