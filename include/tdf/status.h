@@ -1,7 +1,6 @@
-// File: tdf/status.h
-//
-// Status helpers. Debian 12 ships Abseil 20220623, which has absl::Status and
-// absl::StatusOr but not status_macros.h, so tdf supplies its own macros.
+/// \file
+/// Status helpers. Debian 12 ships Abseil 20220623, which has absl::Status and
+/// absl::StatusOr but not status_macros.h, so tdf supplies its own macros.
 #ifndef TDF_STATUS_H_
 #define TDF_STATUS_H_
 
@@ -11,7 +10,7 @@
 #define TDF_CONCAT_INNER_(a, b) a##b
 #define TDF_CONCAT_(a, b) TDF_CONCAT_INNER_(a, b)
 
-// Returns from the enclosing function if `expr` is a non-OK absl::Status.
+/// Returns from the enclosing function if `expr` is a non-OK absl::Status.
 #define TDF_RETURN_IF_ERROR(expr)                        \
   do {                                                   \
     ::absl::Status tdf_status_ = (expr);                 \
@@ -23,7 +22,7 @@
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(*tmp)
 
-// `TDF_ASSIGN_OR_RETURN(auto x, MakeX());` assigns or returns the error.
+/// `TDF_ASSIGN_OR_RETURN(auto x, MakeX());` assigns or returns the error.
 #define TDF_ASSIGN_OR_RETURN(lhs, rexpr) \
   TDF_ASSIGN_OR_RETURN_IMPL_(TDF_CONCAT_(tdf_statusor_, __LINE__), lhs, rexpr)
 

@@ -79,8 +79,13 @@ struct GradArgs {
 // predicates, indices).
 using GradFn = std::function<std::vector<std::string>(Emitter& e, const GradArgs& a)>;
 
-// nullptr when the op has no registered gradient.
+// nullptr when the op has no registered gradient. The built-in gradients,
+// then those added by RegisterGradient.
 const GradFn* FindGradient(const std::string& op);
+// Adds the gradient of an op defined by the application (tdf/function_op.h).
+// ALREADY_EXISTS when `op` has one. Thread-safe; `fn` lives as long as the
+// process.
+absl::Status RegisterGradient(const std::string& op, GradFn fn);
 std::vector<std::string> GradientOps();
 
 }  // namespace autodiff

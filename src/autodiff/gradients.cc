@@ -3,9 +3,11 @@
 // Broadcasting binary ops reduce each gradient to its input's shape with
 // SumToShapeOf. Integer and bool inputs get no gradient.
 #include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "autodiff/emitter.h"
+#include "base/sync.h"
 #include "tdf/op_registry.h"
 
 namespace tdf {
@@ -315,17 +317,46 @@ const Registry& GetRegistry() {
   return *registry;
 }
 
+// Gradients registered at run time, apart from the built-in map, which is
+// read without a lock. Entries are never removed, so the pointers that
+// FindGradient hands out stay valid.
+struct AddedGradients {
+  absl::Mutex mu;
+  std::map<std::string, std::unique_ptr<GradFn>> fns ABSL_GUARDED_BY(mu);
+};
+
+AddedGradients& GetAddedGradients() {
+  static AddedGradients* const added = new AddedGradients;
+  return *added;
+}
+
 }  // namespace
 
 const GradFn* FindGradient(const std::string& op) {
   const Registry& r = GetRegistry();
   auto it = r.find(op);
-  return it == r.end() ? nullptr : &it->second;
+  if (it != r.end()) return &it->second;
+  AddedGradients& added = GetAddedGradients();
+  base::MutexLock lock(&added.mu);
+  auto found = added.fns.find(op);
+  return found == added.fns.end() ? nullptr : found->second.get();
+}
+
+absl::Status RegisterGradient(const std::string& op, GradFn fn) {
+  AddedGradients& added = GetAddedGradients();
+  base::MutexLock lock(&added.mu);
+  if (GetRegistry().count(op) > 0 || added.fns.count(op) > 0)
+    return absl::AlreadyExistsError(absl::StrCat("op '", op, "' already has a gradient"));
+  added.fns.emplace(op, std::make_unique<GradFn>(std::move(fn)));
+  return absl::OkStatus();
 }
 
 std::vector<std::string> GradientOps() {
   std::vector<std::string> ops;
   for (const auto& [name, fn] : GetRegistry()) ops.push_back(name);
+  AddedGradients& added = GetAddedGradients();
+  base::MutexLock lock(&added.mu);
+  for (const auto& [name, fn] : added.fns) ops.push_back(name);
   return ops;
 }
 

@@ -6,7 +6,7 @@
 
 # Debian 12 packages that build and test everything in the repository.
 TDF_PACKAGES=(
-  build-essential cmake pkgconf
+  build-essential cmake pkgconf doxygen
   libabsl-dev libtbb-dev libeigen3-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   graphviz gnuplot-nox

@@ -1,0 +1,16 @@
+# ctest's Docs.ApiReferenceHasNoWarnings: builds the `docs` target, then
+# fails when Doxygen logged any warning (cmake/TdfDocs.cmake).
+file(REMOVE ${WARNINGS})
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target docs RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the docs target failed (${rc})")
+endif()
+if(NOT EXISTS ${WARNINGS})
+  message(FATAL_ERROR "Doxygen wrote no warnings file (${WARNINGS})")
+endif()
+file(READ ${WARNINGS} log)
+string(STRIP "${log}" log)
+if(NOT log STREQUAL "")
+  message(FATAL_ERROR "Doxygen warnings (undocumented or malformed public API):\n${log}")
+endif()
+message(STATUS "API reference built without warnings")
