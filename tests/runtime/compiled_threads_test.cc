@@ -82,13 +82,15 @@ TEST_P(CompiledThreadsTest, SameAnswersAndFiringsAsNodeByNode) {
   }
 }
 
-TEST_P(CompiledThreadsTest, FibRunsItsBaseCasesCompiled) {
+TEST_P(CompiledThreadsTest, FibRunsEveryInvocationCompiled) {
   Program fib{"fib", reference::Fib, {{"n", I(15)}}};
   Tensor result;
   const RunStats stats = RunProgram(fib, true, GetParam(), &result);
   EXPECT_EQ(result.scalar<int64_t>(), reference::NativeFib(15));
-  // Every base case (fib(0), fib(1)) below the first call: fib(16) of them.
-  EXPECT_EQ(stats.compiled_units, reference::NativeFib(15));
+  // fib(15) makes 2 * fib(15) - 1 calls (fib(0) = fib(1) = 1): each a
+  // compiled unit, the base cases without a frame, the others leaving one.
+  EXPECT_EQ(stats.compiled_units, 2 * reference::NativeFib(15) - 1);
+  EXPECT_EQ(stats.frames_created, 2 * reference::NativeFib(15));  // and the root
 }
 
 TEST(CompiledThreads, TracedRunsFireNodeByNode) {

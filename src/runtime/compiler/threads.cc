@@ -39,6 +39,8 @@ struct Model {
   std::vector<int8_t> decided;       // per register: a predicate's outcome on this path, or -1
   std::vector<int32_t> ready;        // node ids
   std::vector<int32_t> op_ids;       // fired, in order
+  std::vector<uint8_t> fired;        // per block index
+  std::vector<std::pair<int32_t, int16_t>> calls;  // Calls fired: node, argument register
   int32_t result_node = -1;
   int16_t result_reg = -1;
 };
@@ -50,25 +52,33 @@ class ThreadBuilder {
     for (const auto& [slot, value] : blk.prefilled) prefilled_[slot] = &value;
   }
 
-  // The thread for an argument delivered along [begin, end) (a Call's edges
-  // into the callee). False: nothing worth compiling.
-  bool Build(const OutEdge* begin, const OutEdge* end) {
+  // The thread for a site whose Calls are `calls` (in site order): Call i
+  // delivers argument register i into the callee. False: nothing worth
+  // compiling.
+  bool Build(const std::vector<int32_t>& calls) {
     if (blk_.kind != ExecBlock::Kind::kFunction || !blk_.sources.empty() || blk_.remote_expected != 0 ||
-        blk_.nodes.size() > kMaxModelNodes || blk_.result_nodes.size() != 1)
+        blk_.nodes.size() > kMaxModelNodes || blk_.result_nodes.size() != 1 ||
+        calls.size() >= static_cast<size_t>(kMaxThreadRegs))
       return false;
     Model m;
     m.pending = blk_.pending_template;
     m.reg_of_slot.assign(blk_.num_slots, -1);
     m.decided.assign(kMaxThreadRegs, -1);
-    num_regs_ = 1;  // register 0: the argument
-    for (const OutEdge* e = begin; e != end; ++e) {
-      if (e->kind != EdgeKind::kCall || e->src_port != 0 || !Deliver(m, *e, 0, false)) return false;
+    m.fired.assign(blk_.nodes.size(), 0);
+    num_regs_ = static_cast<int>(calls.size());  // registers 0..: the arguments
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const ExecNode& call = exe_.nodes[calls[i]];
+      const OutEdge* begin = call.out_begin;
+      for (const OutEdge* e = begin; e != begin + exe_.info[calls[i]].num_call_edges; ++e)
+        if (e->kind != EdgeKind::kCall || e->src_port != 0 || !Deliver(m, *e, static_cast<int16_t>(i), false))
+          return false;
     }
     std::vector<ThreadInstr> code;
     if (!Run(std::move(m), &code) || code.size() > kMaxThreadCode) return false;
     if (code.size() == 1 && code[0].op == ThreadInstr::Op::kFallback) return false;  // no path returns
     out_->block = blk_.id;
     out_->num_regs = num_regs_;
+    out_->site_calls = calls;
     out_->code = std::move(code);
     return true;
   }
@@ -175,20 +185,80 @@ class ThreadBuilder {
         return true;
       }
     }
-    if (m.result_node < 0) {
+    ThreadPath path;
+    if (!m.calls.empty()) {
+      // A frame that waits for its calls: what its waiting nodes hold.
+      if (m.result_node >= 0 || !LeaveFrame(m, &path)) {
+        code->push_back(FallbackInstr());
+        return true;
+      }
+    } else if (m.result_node >= 0) {
+      path.result_node = m.result_node;
+      path.reg = m.result_reg;
+    } else {
       code->push_back(FallbackInstr());
       return true;
     }
-    ThreadInstr ret;
-    ret.op = ThreadInstr::Op::kReturn;
-    ret.arg = static_cast<int32_t>(out_->paths.size());
-    out_->paths.push_back(ThreadPath{m.result_node, m.result_reg, std::move(m.op_ids)});
+    path.op_ids = std::move(m.op_ids);
+    ThreadInstr end;
+    end.op = ThreadInstr::Op::kEnd;
+    end.arg = static_cast<int32_t>(out_->paths.size());
+    out_->paths.push_back(std::move(path));
     code->insert(code->end(), prefix.begin(), prefix.end());
-    code->push_back(ret);
+    code->push_back(end);
+    return true;
+  }
+
+  // The frame a path that calls leaves: its sites, each with every
+  // argument, and the slots and counts that differ from a fresh frame's.
+  bool LeaveFrame(const Model& m, ThreadPath* path) {
+    std::map<int32_t, ThreadCall> by_slot;
+    for (const auto& [call, reg] : m.calls) {
+      const NodeInfo& info = exe_.info[call];
+      ThreadCall& site = by_slot[info.child_slot];
+      const std::vector<int32_t> nodes = SiteCalls(call);
+      if (site.calls.empty()) {
+        site.calls = nodes;
+        site.regs.assign(nodes.size(), -1);
+      }
+      site.regs[info.site_num_calls == 1 ? 0 : info.site_call_index] = reg;
+    }
+    for (auto& [slot, site] : by_slot) {
+      for (int16_t r : site.regs)
+        if (r < 0) return false;  // an argument comes later: the node-by-node run
+      path->sites.push_back(std::move(site));
+    }
+    for (size_t i = 0; i < blk_.nodes.size(); ++i) {
+      // A forwarded argument Merge that nothing targets has no slots.
+      if (m.fired[i] || exe_.info[blk_.nodes[i]].forwarded) continue;
+      const ExecNode& n = exe_.nodes[blk_.nodes[i]];
+      for (int32_t slot = n.slot_base; slot < n.slot_base + n.num_inputs && slot < blk_.num_slots; ++slot)
+        if (m.reg_of_slot[slot] >= 0 && !prefilled_.count(slot)) path->writes.push_back({slot, m.reg_of_slot[slot]});
+    }
+    for (size_t i = 0; i < m.pending.size(); ++i)
+      if (m.pending[i] != blk_.pending_template[i]) path->pendings.push_back({static_cast<int32_t>(i), m.pending[i]});
     return true;
   }
 
   static ThreadInstr FallbackInstr() { return ThreadInstr{}; }
+
+ public:
+  // A Call whose site a thread may make: whole (not split, every argument
+  // supplied), in a static-mode function frame.
+  static bool CallableIn(const ExecutableGraph& exe, int32_t call) {
+    const NodeInfo& info = exe.info[call];
+    return !info.split_site && info.missing_arg_merges().empty() && info.target_block >= 0 &&
+           info.num_call_edges >= 1 &&
+           (info.site_num_calls == 1 || static_cast<int32_t>(info.site_calls().size()) == info.site_num_calls);
+  }
+  static std::vector<int32_t> SiteCallsIn(const ExecutableGraph& exe, int32_t call) {
+    const NodeInfo& info = exe.info[call];
+    return info.site_num_calls == 1 ? std::vector<int32_t>{call} : info.site_calls();
+  }
+
+ private:
+  bool Callable(int32_t call) const { return CallableIn(exe_, call); }
+  std::vector<int32_t> SiteCalls(int32_t call) const { return SiteCallsIn(exe_, call); }
   static bool Fallback(const std::vector<ThreadInstr>& code) {
     return code.size() == 1 && code[0].op == ThreadInstr::Op::kFallback;
   }
@@ -245,10 +315,22 @@ class ThreadBuilder {
           }
         break;
       }
+      case NodeKind::kCall: {
+        // Its argument goes to the callee when the path ends; its control
+        // edges to its site's Returns are delivered then too (RunThread).
+        if (!Callable(id) || n.num_data_inputs != 1) return 0;
+        const int16_t a = InputReg(m, n.slot_base, code);
+        if (a < 0) return 0;
+        // Counted when the path's end makes the call (RunThread).
+        m.calls.push_back({id, a});
+        m.fired[n.index] = 1;
+        return 1;
+      }
       default:
-        return 0;  // Calls, Returns, loops: the node-by-node run
+        return 0;  // Returns, loops, kernels: the node-by-node run
     }
     m.op_ids.push_back(n.op_id);
+    m.fired[n.index] = 1;
     absl::Span<const OutEdge> edges = n.out();
     if (n.is_result) {
       if (m.result_node >= 0) return 0;
@@ -286,36 +368,44 @@ class ThreadBuilder {
 }  // namespace
 
 void CompileThreads(ExecutableGraph* exe) {
-  // One thread per callee and argument edges: the one-Call sites of a
-  // function deliver its argument along the same edges.
+  // One thread per callee and argument edges: the sites of a function
+  // deliver its arguments along the same edges.
   std::map<std::pair<int32_t, std::string>, int32_t> built;
   for (size_t id = 0; id < exe->nodes.size(); ++id) {
     const ExecNode& n = exe->nodes[id];
-    NodeInfo& info = exe->info[id];
-    if (n.kind != NodeKind::kCall || info.site_num_calls != 1 || info.split_site ||
-        !info.missing_arg_merges().empty() || info.target_block < 0 || info.num_call_edges < 1 ||
-        n.num_data_inputs != 1)
+    if (n.kind != NodeKind::kCall || exe->info[id].thread >= 0 ||
+        !ThreadBuilder::CallableIn(*exe, static_cast<int32_t>(id)))
       continue;
-    const OutEdge* begin = n.out_begin;
-    const OutEdge* end = begin + info.num_call_edges;
-    std::pair<int32_t, std::string> key{info.target_block, {}};
-    for (const OutEdge* e = begin; e != end; ++e) {
-      const int32_t fields[] = {e->dst, e->dst_slot, e->src_port, static_cast<int32_t>(e->kind),
-                                static_cast<int32_t>(e->dst_mode), e->flags};
-      key.second.append(reinterpret_cast<const char*>(fields), sizeof(fields));
+    const std::vector<int32_t> calls = ThreadBuilder::SiteCallsIn(*exe, static_cast<int32_t>(id));
+    std::pair<int32_t, std::string> key{exe->info[id].target_block, {}};
+    bool ok = true;
+    for (int32_t c : calls) {
+      ok &= exe->nodes[c].kind == NodeKind::kCall && exe->nodes[c].num_data_inputs == 1;
+      const OutEdge* begin = exe->nodes[c].out_begin;
+      for (const OutEdge* e = begin; e != begin + exe->info[c].num_call_edges; ++e) {
+        const int32_t fields[] = {e->dst, e->dst_slot, e->src_port, static_cast<int32_t>(e->kind),
+                                  static_cast<int32_t>(e->dst_mode), e->flags};
+        key.second.append(reinterpret_cast<const char*>(fields), sizeof(fields));
+      }
+      key.second.push_back('|');
     }
+    if (!ok) continue;
     auto it = built.find(key);
     if (it == built.end()) {
       CompiledThread thread;
       int32_t index = -1;
-      if (ThreadBuilder(*exe, exe->blocks[info.target_block], &thread).Build(begin, end)) {
+      if (ThreadBuilder(*exe, exe->blocks[key.first], &thread).Build(calls)) {
         index = static_cast<int32_t>(exe->threads.size());
         exe->threads.push_back(std::move(thread));
       }
       it = built.emplace(std::move(key), index).first;
     }
-    info.thread = it->second;
+    for (int32_t c : calls) exe->info[c].thread = it->second;
   }
+  // The sites a path calls, with their threads (every thread is built now).
+  for (CompiledThread& t : exe->threads)
+    for (ThreadPath& p : t.paths)
+      for (ThreadCall& site : p.sites) site.thread = exe->info[site.calls[0]].thread;
 }
 
 }  // namespace runtime
