@@ -1,17 +1,20 @@
 // Compiler step: compiled units (issue #28, SessionOptions::compile_threads).
 // Requires: a linked static-mode executable (edges in the pool, slots laid
 // out, dead regions built).
-// Ensures: for each function body of one argument, a CompiledThread that
-// computes on registers what the body's nodes would from the argument's
-// arrival on, and every Call of a one-Call site of that body pointing at it
+// Ensures: for each whole call site (not split, every argument supplied),
+// a CompiledThread that computes on registers what the callee's nodes
+// would from its arguments' arrival on, and the site's Calls pointing at it
 // (NodeInfo::thread). The thread is found by running the body's nodes on a
 // model of a fresh frame (pending counts, Merge states, dead-region
 // counters) exactly as the executor would: a Switch whose predicate is not
 // known yet forks the model, one branch per outcome. A path that ends with
-// the function's result fired live once, and with nothing made ready that
-// the model does not run (a Call, a node fired dead, a Merge of all-dead
-// inputs), returns; every other path falls back to the node-by-node run.
-// The nodes a path fires are recorded with it, so RunStats count them.
+// the function's result fired live once, and nothing else made ready that
+// the model does not run, returns (a base case); a path that ends with
+// whole call sites made, and no result, leaves the frame's state (slot
+// values and counts that differ from a fresh frame's) and its sites. Any
+// other path (a node fired dead, a Merge of all-dead inputs, a Return, a
+// loop, a kernel without a scalar path) falls back to the node-by-node
+// run. The nodes a path fires are recorded with it, so RunStats count them.
 // Pinned by tests/runtime/compiled_threads_test.cc.
 #include <algorithm>
 #include <cstring>
