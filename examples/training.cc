@@ -46,6 +46,7 @@ int main() {
   if (!out.ok()) return std::fprintf(stderr, "%s\n", out.status().ToString().c_str()), 1;
   const double final_loss = (*out)[0].scalar<double>(), fit_w = (*out)[1].scalar<double>(),
                fit_c = (*out)[2].scalar<double>();
-  std::printf("after 500 steps: w = %.4f, c = %.4f, loss = %.2e\n", fit_w, fit_c, final_loss);
+  // The loss is round-off by now, and round-off differs between builds.
+  std::printf("after 500 steps: w = %.4f, c = %.4f, loss %s 1e-12\n", fit_w, fit_c, final_loss < 1e-12 ? "<" : ">=");
   return std::abs(fit_w - 2) < 1e-3 && std::abs(fit_c - 1) < 1e-3 ? 0 : 1;
 }

@@ -12,9 +12,14 @@
 #define TDF_GRAPH_PROTO_CONVERSION_H_
 
 #include <cstddef>
+#include <vector>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
 #include "proto/graph.pb.h"  // generated from proto/graph.proto into the build dir
 #include "tdf/graph.h"
 #include "tdf/serialize.h"
@@ -41,6 +46,20 @@ absl::Status CheckInputSize(size_t size);
 // CPU tensors. ToProto also refuses a message over kMaxSerializedTensorsBytes.
 absl::Status NamedTensorsToProto(const NamedTensors& tensors, proto::NamedTensorsProto* out);
 absl::StatusOr<NamedTensors> NamedTensorsFromProto(const proto::NamedTensorsProto& p);
+
+// Collects protobuf text-format parse errors (line:column: message, the
+// first five) for a Status instead of protobuf's log.
+class TextErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (errors_.size() < 5) errors_.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  std::string Summary() const { return errors_.empty() ? "parse error" : absl::StrJoin(errors_, "; "); }
+
+ private:
+  std::vector<std::string> errors_;
+};
 
 }  // namespace serialization
 }  // namespace tdf

@@ -25,19 +25,7 @@ using serialization::GraphFromProto;
 using serialization::GraphToProto;
 using serialization::NamedTensorsFromProto;
 using serialization::NamedTensorsToProto;
-
-// Collects text-format parse errors into the Status instead of the log.
-class TextErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (errors_.size() < 5) errors_.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
-  }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  std::string Summary() const { return errors_.empty() ? "parse error" : absl::StrJoin(errors_, "; "); }
-
- private:
-  std::vector<std::string> errors_;
-};
+using serialization::TextErrorCollector;
 
 }  // namespace
 

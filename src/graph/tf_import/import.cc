@@ -18,6 +18,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "graph/proto_conversion.h"
 #include "graph/tf_import/importer.h"
 #include "tdf/serialize.h"
 #include "tdf/status.h"
@@ -30,18 +31,6 @@ namespace {
 
 using FunctionMap = std::map<std::string, const tfpb::FunctionDef*>;
 
-class TextErrors : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (errors_.size() < 5) errors_.push_back(absl::StrCat(line + 1, ":", column + 1, ": ", message));
-  }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  std::string Summary() const { return errors_.empty() ? "parse error" : absl::StrJoin(errors_, "; "); }
-
- private:
-  std::vector<std::string> errors_;
-};
-
 bool LooksLikeText(absl::string_view data) {
   for (char c : data) {
     const unsigned char u = static_cast<unsigned char>(c);
@@ -51,7 +40,7 @@ bool LooksLikeText(absl::string_view data) {
 }
 
 absl::Status ParseText(absl::string_view bytes, tfpb::GraphDef* p) {
-  TextErrors errors;
+  serialization::TextErrorCollector errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.AllowUnknownField(true);  // fields of newer TensorFlows than proto/tf_graph.proto lists
