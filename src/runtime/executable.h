@@ -419,6 +419,8 @@ struct ThreadCall {
   std::vector<int32_t> calls;
   std::vector<int16_t> regs;
   int32_t thread = -1;  // the callee's thread for this site, or -1
+  // Only some of the site's Calls have their arguments: each fires on its own.
+  bool partial = false;
 };
 // A path of a thread that ends: either the result node it fires and the
 // register of its value (a base case), or the frame it leaves (slot writes,

@@ -8,10 +8,13 @@
 // model of a fresh frame (pending counts, Merge states, dead-region
 // counters) exactly as the executor would: a Switch whose predicate is not
 // known yet forks the model, one branch per outcome. A path that ends with
-// the function's result fired live once, and nothing else made ready that
-// the model does not run, returns (a base case); a path that ends with
-// whole call sites made, and no result, leaves the frame's state (slot
-// values and counts that differ from a fresh frame's) and its sites. Any
+// the function's result fired live once (or its value forwarded to the
+// caller past Merges: a tail result), and nothing else made ready that the
+// model does not run, returns (a base case); a path that ends with call
+// sites made, and no result, leaves the frame's state (slot values and
+// counts that differ from a fresh frame's) and its sites (a site whose
+// other arguments come later gets the Calls that have theirs, which wait for
+// the rest: FireCallWhenComplete). Any
 // other path (a node fired dead, a Merge of all-dead inputs, a Return, a
 // loop, a kernel without a scalar path) falls back to the node-by-node
 // run. The nodes a path fires are recorded with it, so RunStats count them.
@@ -114,9 +117,16 @@ class ThreadBuilder {
   // DeliverEdge on the model; false: the path leaves the model.
   bool Deliver(Model& m, const OutEdge& e, int16_t reg, bool dead) {
     if (e.kind != EdgeKind::kLocal && e.kind != EdgeKind::kCall) return false;
-    if (e.return_tail()) return false;
     const ExecNode& d = exe_.nodes[e.dst];
     if (d.block != blk_.id) return false;
+    if (e.return_tail() && !dead) {
+      // The value is the function's result, forwarded past the Merges that
+      // would only pass it on (tak's z, ForwardTailResult): a base case.
+      if (reg < 0 || m.result_node >= 0) return false;
+      m.result_node = exe_.info[e.dst].tail_result;
+      m.result_reg = reg;
+      return true;
+    }
     switch (e.dst_mode) {
       case DstMode::kSingle:
         if (dead) return false;
@@ -212,8 +222,9 @@ class ThreadBuilder {
     return true;
   }
 
-  // The frame a path that calls leaves: its sites, each with every
-  // argument, and the slots and counts that differ from a fresh frame's.
+  // The frame a path that calls leaves: its sites (whole, or the Calls of a
+  // site that have their arguments), and the slots and counts that differ
+  // from a fresh frame's.
   bool LeaveFrame(const Model& m, ThreadPath* path) {
     std::map<int32_t, ThreadCall> by_slot;
     for (const auto& [call, reg] : m.calls) {
@@ -227,8 +238,19 @@ class ThreadBuilder {
       site.regs[info.site_num_calls == 1 ? 0 : info.site_call_index] = reg;
     }
     for (auto& [slot, site] : by_slot) {
-      for (int16_t r : site.regs)
-        if (r < 0) return false;  // an argument comes later: the node-by-node run
+      if (std::find(site.regs.begin(), site.regs.end(), int16_t{-1}) != site.regs.end()) {
+        // Some arguments come later (ack's outer call ack(m - 1, ack(m, n - 1))):
+        // the Calls that have theirs fire on their own and wait in their
+        // slots for the rest (FireCallWhenComplete).
+        ThreadCall partial;
+        partial.partial = true;
+        for (size_t i = 0; i < site.calls.size(); ++i) {
+          if (site.regs[i] < 0) continue;
+          partial.calls.push_back(site.calls[i]);
+          partial.regs.push_back(site.regs[i]);
+        }
+        site = std::move(partial);
+      }
       path->sites.push_back(std::move(site));
     }
     for (size_t i = 0; i < blk_.nodes.size(); ++i) {
@@ -408,7 +430,7 @@ void CompileThreads(ExecutableGraph* exe) {
   // The sites a path calls, with their threads (every thread is built now).
   for (CompiledThread& t : exe->threads)
     for (ThreadPath& p : t.paths)
-      for (ThreadCall& site : p.sites) site.thread = exe->info[site.calls[0]].thread;
+      for (ThreadCall& site : p.sites) site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
 }
 
 }  // namespace runtime
