@@ -2,6 +2,7 @@
 #include "tdf_runner.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -96,6 +97,9 @@ absl::StatusOr<std::unique_ptr<TdfProgram>> TdfProgram::Create(const std::string
   tdf::SessionOptions options;
   options.mode = dynamic_mode ? tdf::ExecutionMode::kDynamic : tdf::ExecutionMode::kStatic;
   options.num_workers = workers;
+  // A/B of compiled units (issue #28): TDF_BENCH_COMPILE_THREADS=0 runs
+  // every invocation node by node.
+  if (const char* threads = std::getenv("TDF_BENCH_COMPILE_THREADS")) options.compile_threads = std::atoi(threads) != 0;
   auto start = std::chrono::steady_clock::now();
   TDF_ASSIGN_OR_RETURN(std::unique_ptr<tdf::Session> session, tdf::Session::Create(last->program.graph, options));
   double compile = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -137,6 +137,19 @@ struct SessionOptions {
   /// 1000): 1.1x a step). Off: such a call runs whole, its gradient included
   /// (still nothing after it: no step).
   bool evaluate_without_gradients = true;
+  /// Static mode: each call site gets a compiled unit, its callee's scalar
+  /// work from the arguments' arrival on (predicate, Switch routing,
+  /// arithmetic, the callee's own calls) as straight-line code on
+  /// registers, run when the site's arguments are all at hand: by a Call of
+  /// one argument, or by the first Call of a site that a compiled unit made.
+  /// A base case returns its result to the caller with no frame allocated
+  /// and no node dispatched; any other path creates the callee's frame with
+  /// what its waiting nodes need and queues its calls. RunStats count the
+  /// nodes it stands for as fired (and the frame as created), as if they
+  /// had; compiled_units counts its runs. Off: every invocation runs node by
+  /// node (for A/B comparisons and debugging). Traces, observers and
+  /// per-node counts run node by node either way.
+  bool compile_threads = true;
   /// Chrome trace JSON (opens in Perfetto) written after each run. Also
   /// switched on by the environment variable TDF_TRACE=path. RunOptions::
   /// trace_path replaces both for one run.
@@ -183,6 +196,9 @@ struct RunStats {
   /// Frames other workers could reach (ancestors of offered work and what
   /// several of their nodes feed); the rest used no lock-prefixed counters.
   int64_t shared_frames = 0;
+  /// Invocations a compiled unit ran (SessionOptions::compile_threads): a
+  /// base case whole, any other up to its calls.
+  int64_t compiled_units = 0;
   absl::Duration elapsed;       ///< wall time of the run
   /// Threads the run could use: SessionOptions::num_workers, capped at
   /// oneTBB's max_allowed_parallelism.

@@ -92,6 +92,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
     std::vector<OutEdge>().swap(n.edges);  // the pool has them: peak memory
     exe->nodes.push_back(static_cast<const ExecNode&>(n));
   }
+  if (mode == ExecutionMode::kStatic && options.compile_threads) CompileThreads(exe.get());
   for (const NodeInfo& info : exe->info) {
     if (info.def == nullptr) continue;
     std::vector<std::string> names = {info.def->device};

@@ -302,6 +302,8 @@ struct alignas(64) NodeInfo {
   // A node with Return edges (return_edges_by_label): the index of the
   // function result it delivers (the Returns' result_index).
   int32_t result_index = -1;
+  // Call: its site's compiled unit (ExecutableGraph::threads), or -1.
+  int32_t thread = -1;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one
@@ -386,6 +388,65 @@ struct ExecBlock {
   size_t pending_offset = 0, children_offset = 0, slots_offset = 0, args_offset = 0, frame_bytes = 0;
 };
 
+// A compiled unit (issue #28; threads in the Threaded Abstract Machine's
+// sense): the scalar work a function body does once a call site's
+// arguments have all arrived (predicate, Switch routing, arithmetic, the
+// body's own calls), as straight-line code on registers, run by the caller
+// (Worker::RunThread). A path that reaches the function's result without
+// calling anything (a recursion's base case) returns it to the caller
+// without a frame; a path that ends in calls creates the frame, stores what
+// the nodes left waiting need (the values, pending counts, Merge states the
+// node-by-node run would have left) and makes the calls, whose results then
+// meet in the frame as usual. Any other path (a value that is not an inline
+// scalar, an op the thread does not cover) gives up before it has changed
+// anything, and the invocation runs node by node.
+struct ThreadInstr {
+  enum class Op : uint8_t {
+    kCompute,   // regs[dst] = scalar_op(regs[a], regs[b]) (b < 0: unary)
+    kConst,     // regs[dst] = consts[arg]
+    kBranch,    // regs[a] is a bool: true -> pc += arg, false -> the next one
+    kFallback,  // the path needs what the thread does not do
+    kEnd,       // paths[arg] is done
+  };
+  Op op = Op::kFallback;
+  ScalarOp scalar_op = ScalarOp::kNone;
+  int16_t dst = -1, a = -1, b = -1;
+  int32_t arg = -1;
+};
+// A call site a path calls, with every argument: its Calls (in site
+// order) and their arguments' registers.
+struct ThreadCall {
+  std::vector<int32_t> calls;
+  std::vector<int16_t> regs;
+  int32_t thread = -1;  // the callee's thread for this site, or -1
+  // Only some of the site's Calls have their arguments: each fires on its own.
+  bool partial = false;
+};
+// A path of a thread that ends: either the result node it fires and the
+// register of its value (a base case), or the frame it leaves (slot writes,
+// pending counts) and the sites it calls. The ops of the nodes it fires
+// (live, once each), which RunStats count as if they had fired one by one.
+struct ThreadPath {
+  int32_t result_node = -1;
+  int16_t reg = -1;
+  std::vector<std::pair<int32_t, int16_t>> writes;    // slot <- register
+  std::vector<std::pair<int32_t, int32_t>> pendings;  // pending index <- value
+  std::vector<ThreadCall> sites;
+  std::vector<int32_t> op_ids;
+};
+struct CompiledThread {
+  int32_t block = -1;
+  int32_t num_regs = 1;
+  std::vector<int32_t> site_calls;  // the Calls of the site it was built for, in site order
+  std::vector<ThreadInstr> code;
+  std::vector<Tensor> consts;
+  std::vector<ThreadPath> paths;
+};
+constexpr int kMaxThreadRegs = 16;
+// Nested threads (a thread's calls running their threads) use the stack;
+// past this many, calls go through FireCall and the ready stack.
+constexpr int kMaxThreadNesting = 48;
+
 struct ExecutableGraph {
   Graph graph;  // the graph that runs (owns every NodeDef)
   std::vector<std::unique_ptr<NodeDef>> extra_defs;  // dynamic mode: function body nodes
@@ -428,7 +489,13 @@ struct ExecutableGraph {
   // Names of graph.node: feeds and fetches are resolved on every run, and a
   // scan is linear in the graph (chain(10^5): 9% of a run).
   NodeIndex main_index;
+  // Compiled units (SessionOptions::compile_threads): NodeInfo::thread.
+  std::vector<CompiledThread> threads;
 };
+
+// Compiles the entry threads of function bodies (compiler/threads.cc) and
+// points the Calls that can run them at them.
+void CompileThreads(ExecutableGraph* exe);
 
 // Builds the executable form. In static mode `graph` must be transformed
 // (no Invoke); in dynamic mode it keeps its Invoke nodes and library. The

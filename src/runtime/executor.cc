@@ -52,6 +52,7 @@ namespace {
 #include "runtime/executor/delivery.inc"  // NOLINT(build/include)
 #include "runtime/executor/control_flow.inc"  // NOLINT(build/include)
 #include "runtime/executor/firing.inc"  // NOLINT(build/include)
+#include "runtime/executor/threads.inc"  // NOLINT(build/include)
 #include "runtime/executor/remote.inc"  // NOLINT(build/include)
 #include "runtime/executor/scheduling.inc"  // NOLINT(build/include)
 #include "runtime/executor/free_frames.inc"  // NOLINT(build/include)

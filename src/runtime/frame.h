@@ -77,6 +77,9 @@ constexpr uint32_t kSiteClosedDead = uint32_t{1} << 31;
 // before any live argument (or the run left it out) and waits for the
 // forward part (Worker::FinishSplitCall).
 constexpr uint32_t kSiteDeferredDead = uint32_t{1} << 15;
+// ChildSlot::arrivals of a site a compiled unit made: its Calls' slots hold
+// its arguments and its first Call is queued (Worker::MakeCall).
+constexpr uint32_t kSiteParked = uint32_t{1} << 30;
 
 struct Frame {
   enum class Kind : uint8_t { kRoot, kInvocation, kIteration };

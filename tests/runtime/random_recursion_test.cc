@@ -504,6 +504,37 @@ void CheckCase(const Case& c, int workers) {
     ASSERT_NE(session, nullptr);
     RunInputs(c, session.get(), ExecutionMode::kStatic);
   });
+  {
+    // Compiled units (SessionOptions::compile_threads) count the nodes they
+    // stand for: off and on, the same answers and the same firings.
+    SCOPED_TRACE("compile_threads off and on");
+    SessionOptions on, off;
+    on.num_workers = off.num_workers = workers;
+    on.deadline = off.deadline = kDeadline;
+    off.compile_threads = false;
+    auto with = MakeSession(graph, on);
+    auto without = MakeSession(graph, off);
+    ASSERT_NE(with, nullptr);
+    ASSERT_NE(without, nullptr);
+    std::vector<std::string> fetches;
+    for (int r = 0; r < c.program.functions[0].num_results; ++r) fetches.push_back(Emitter::ResultName(r));
+    for (const Input& in : c.inputs) {
+      SCOPED_TRACE(absl::StrCat("inputs (", absl::StrJoin(in.values, ", "), ")"));
+      exec_test::Feeds feeds;
+      for (size_t i = 0; i < in.values.size(); ++i) feeds.push_back({absl::StrCat("in", i), I(in.values[i])});
+      RunStats a, b;
+      auto got_a = with->Run(feeds, fetches, {}, &a);
+      auto got_b = without->Run(feeds, fetches, {}, &b);
+      ASSERT_TRUE(got_a.ok()) << got_a.status();
+      ASSERT_TRUE(got_b.ok()) << got_b.status();
+      for (size_t r = 0; r < fetches.size(); ++r)
+        EXPECT_EQ((*got_a)[r].scalar<int64_t>(), (*got_b)[r].scalar<int64_t>()) << fetches[r];
+      EXPECT_EQ(a.firings_by_op, b.firings_by_op);
+      EXPECT_EQ(a.frames_created, b.frames_created);
+      EXPECT_EQ(a.max_tag_depth, b.max_tag_depth);
+      EXPECT_EQ(b.compiled_units, 0);
+    }
+  }
   SCOPED_TRACE("dynamic mode");
   SessionOptions dynamic;
   dynamic.num_workers = workers;

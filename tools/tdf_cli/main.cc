@@ -365,6 +365,7 @@ void PrintStats(const tdf::RunStats& stats) {
             << "  frames created   " << stats.frames_created << "\n"
             << "  peak live frames " << stats.peak_live_frames << "\n"
             << "  released callers " << stats.tail_callers_released << "\n"
+            << "  compiled units   " << stats.compiled_units << "\n"
             << "  pruned nodes     " << stats.nodes_pruned << "\n"
             << "  live after run   " << stats.live_frames_after_run << "\n"
             << "  max tag depth    " << stats.max_tag_depth << "\n";
