@@ -2,6 +2,7 @@
 //
 //   mpirun -np 2 bench/tdf_distributed_bench            # every case
 //   mpirun -np 4 --oversubscribe bench/tdf_distributed_bench --fib=32 --tak
+//   mpirun -np 2 bench/tdf_distributed_bench --no-call ...  # or --latency-only
 //
 // - "remote call": a loop of N iterations, each calling id(x) = x + 1
 //   placed wholly on the last rank (Call -> body on another rank ->
@@ -215,7 +216,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<int64_t> fibs = {25, 28};
-  bool tak = false, call = true, round_robin = false;
+  bool tak = false, call = true, pipelined = true, round_robin = false;
   int depth = 6, reps = 3;
   int64_t calls = 20000;
   for (int i = 1; i < argc; ++i) {
@@ -232,6 +233,8 @@ int main(int argc, char** argv) {
       round_robin = true;
     } else if (a == "--no-call") {
       call = false;
+    } else if (a == "--latency-only") {
+      pipelined = false;
     } else if (a.rfind("--depth=", 0) == 0) {
       depth = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--reps=", 0) == 0) {
@@ -245,7 +248,7 @@ int main(int argc, char** argv) {
     }
   }
   if (call) {
-    tdf::RemoteCall(rank, size, calls, reps, /*chained=*/false);
+    if (pipelined) tdf::RemoteCall(rank, size, calls, reps, /*chained=*/false);
     tdf::RemoteCall(rank, size, calls, reps, /*chained=*/true);
   }
   for (int64_t n : fibs)
