@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "base/hash_tables.h"
 #include "graph/frames.h"
+#include "graph/op_schema_cache.h"
 #include "runtime/executable.h"
 #include "tdf/session.h"
 
@@ -194,6 +195,7 @@ class Compiler {
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
   base::FlatHashMap<std::string, int32_t> op_ids_;
+  OpSchemaCache op_schemas_;  // views into the graph's NodeDefs, which exe_ owns
   std::map<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
   std::map<int32_t, std::map<std::string, int32_t>> child_slots_;

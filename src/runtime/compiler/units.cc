@@ -57,9 +57,10 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   GrowFor(nodes_, nodes.size());
   GrowFor(exe_->info, nodes.size());
   unit.ids.reserve(nodes.size());
+  std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeDef& def = nodes[i];
-    const OpSchema* schema = OpRegistry::Global()->Find(def.op);
+    const OpSchema* schema = op_schemas_.Find(def.op);
     if (schema == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
     NodeBuild n;
     n.id = static_cast<int32_t>(nodes_.size());
@@ -73,12 +74,15 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     n.num_data_inputs = def.num_data_inputs();
     n.slot_base = blk.num_slots;
     blk.num_slots += n.num_inputs;
-    std::vector<DType> unknown(n.num_data_inputs, DType::kInvalid);
+    unknown.assign(n.num_data_inputs, DType::kInvalid);
     InferenceContext ictx{def, unknown, &exe_->graph.library};
     TDF_ASSIGN_OR_RETURN(std::vector<DType> out_types, schema->InferTypes(ictx));
     n.num_outputs = static_cast<int32_t>(out_types.size());
-    auto [it, inserted] = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size()));
-    if (inserted) exe_->op_names.push_back(def.op);
+    auto it = op_ids_.find(def.op);  // found without building a key
+    if (it == op_ids_.end()) {
+      it = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size())).first;
+      exe_->op_names.push_back(def.op);
+    }
     n.op_id = it->second;
     unit.ids.push_back(n.id);
     nodes_.push_back(std::move(n));
