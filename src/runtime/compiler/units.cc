@@ -130,7 +130,7 @@ absl::Status Compiler::Link() {
         if (e.kind != EdgeKind::kCall) continue;
         auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
         if (first) {
-          merges_of[Info(call).def->GetString("function").value_or("")].push_back(e.dst);
+          merges_of[std::string(CalleeOf(*Info(call).def))].push_back(e.dst);
         } else if (it->second.first != arg) {
           return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
@@ -157,7 +157,7 @@ absl::Status Compiler::Link() {
   base::FlatHashMap<std::pair<std::string, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const std::pair<std::string, int32_t> key{Info(n).def->GetString("function").value_or(""), Info(n).label};
+    const std::pair<std::string, int32_t> key{std::string(CalleeOf(*Info(n).def)), Info(n).label};
     auto [it, inserted] = site_block.try_emplace(key, n.block);
     if (!inserted && it->second != n.block)
       return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
@@ -424,7 +424,7 @@ absl::Status Compiler::CheckCrossing(const NodeBuild& c, const NodeBuild& p, Edg
                                   "): ", why));
   };
   auto callee = [&](const NodeBuild& n) {
-    auto it = function_blocks_.find(Info(n).def->GetString("function").value_or(""));
+    auto it = function_blocks_.find(CalleeOf(*Info(n).def));
     return it == function_blocks_.end() ? -1 : it->second;
   };
   switch (kind) {
