@@ -218,7 +218,7 @@ class Staticizer {
       if (node.op != kInvoke) continue;
       TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
       Site site;
-      site.name = scope.prefix + node.name;
+      site.name = absl::StrCat(scope.prefix, node.name);  // one allocation; operator+ made two
       site.callee = f;
       TDF_ASSIGN_OR_RETURN(site.args,
                            SplitIndices(node, "partial_args", static_cast<int>(f->signature.inputs.size())));
@@ -345,7 +345,7 @@ class Staticizer {
         continue;
       }
       NodeDef copy;
-      copy.name = scope.prefix + node.name;
+      copy.name = absl::StrCat(scope.prefix, node.name);
       copy.device = node.device;
       if (scope.function != nullptr && node.op == kArg) {
         // Argument j of every invocation arrives through S/call_j of its site.
@@ -361,6 +361,7 @@ class Staticizer {
         Append(scope, std::move(copy));
         continue;
       }
+      copy.input.reserve(node.input.size());  // at least; grown from empty it reallocated per node
       for (const std::string& in : node.input) TDF_RETURN_IF_ERROR(RewriteInput(scope, node, in, copy.input));
       if (scope.function != nullptr && node.op == kRetval) {
         copy.op = "Identity";
