@@ -19,6 +19,7 @@
 #define TDF_GRAPH_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <variant>
@@ -80,8 +81,10 @@ class AttrValue {
   Value value_;
 };
 
-/// A node's attributes by name.
-using AttrMap = std::map<std::string, AttrValue>;
+/// A node's attributes by name. Transparent (std::less<>): a lookup by
+/// string_view or literal builds no std::string (compiling a graph looks
+/// attributes up several times per node).
+using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
 /// A parsed input string.
 struct InputRef {
@@ -169,7 +172,7 @@ class FunctionLibrary {
   /// The function `name`, or null, to change in place.
   FunctionDef* FindMutable(absl::string_view name);
   /// All of them, by name.
-  const std::map<std::string, FunctionDef>& functions() const { return functions_; }
+  const std::map<std::string, FunctionDef, std::less<>>& functions() const { return functions_; }
   /// Whether there are none.
   bool empty() const { return functions_.empty(); }
   /// Equal field by field.
@@ -178,7 +181,8 @@ class FunctionLibrary {
   }
 
  private:
-  std::map<std::string, FunctionDef> functions_;  ///< ordered: deterministic output
+  /// Ordered: deterministic output; transparent: found by string_view.
+  std::map<std::string, FunctionDef, std::less<>> functions_;
 };
 
 /// A program: the main graph's nodes and the function library.

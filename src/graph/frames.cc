@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/hash_tables.h"
 #include "graph/node_index.h"
 #include "tdf/status.h"
 
@@ -48,7 +49,7 @@ class FrameInference {
     if (!body_name_.empty()) {
       top.kind = BlockInfo::Kind::kFunction;
       top.name = body_name_;
-      function_blocks_[body_name_] = 0;
+      function_blocks_.emplace(body_name_, 0);
     }
     info_.blocks.push_back(top);
     info_.block_of_node.assign(nodes_.size(), -1);
@@ -134,15 +135,17 @@ class FrameInference {
     return absl::MakeConstSpan(out_edges_.data() + out_offsets_[node], out_offsets_[node + 1] - out_offsets_[node]);
   }
 
-  int FunctionBlock(const std::string& name) {
+  // `name` views a string that outlives the inference (an attribute of a
+  // node, or the body's name).
+  int FunctionBlock(absl::string_view name) {
     auto it = function_blocks_.find(name);
     if (it != function_blocks_.end()) return it->second;
     BlockInfo b;
     b.kind = BlockInfo::Kind::kFunction;
-    b.name = name;
+    b.name = std::string(name);
     info_.blocks.push_back(std::move(b));
     const int id = static_cast<int>(info_.blocks.size()) - 1;
-    function_blocks_[name] = id;
+    function_blocks_.emplace(name, id);
     return id;
   }
 
@@ -160,18 +163,27 @@ class FrameInference {
     return id;
   }
 
+  // The string attribute `name` of `node`, not copied: a Call's function
+  // is read on each of its edges.
+  static absl::StatusOr<const std::string*> StringAttr(const NodeDef& node, absl::string_view name) {
+    const AttrValue* v = node.FindAttr(name);
+    const std::string* s = v != nullptr ? v->get_if<std::string>() : nullptr;
+    if (s == nullptr) return node.GetString(name).status();  // its error
+    return s;
+  }
+
   // The block that the edge src -> e.dst places e.dst in.
   absl::StatusOr<int> TargetBlock(int src, const OutEdge& e) {
     const NodeDef& node = nodes_[src];
     const int block = info_.block_of_node[src];
     if (roles_[src] == FrameRole::kEnter) {
-      TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));
-      return LoopBlock(block, frame);
+      TDF_ASSIGN_OR_RETURN(const std::string* frame, StringAttr(node, "frame_name"));
+      return LoopBlock(block, *frame);
     }
     if (roles_[src] == FrameRole::kExit) return info_.blocks[block].parent;  // a loop block: checked when src was popped
     if (roles_[src] == FrameRole::kCall && !e.is_control) {
-      TDF_ASSIGN_OR_RETURN(std::string fname, node.GetString("function"));
-      return FunctionBlock(fname);
+      TDF_ASSIGN_OR_RETURN(const std::string* fname, StringAttr(node, "function"));
+      return FunctionBlock(*fname);
     }
     return block;
   }
@@ -184,7 +196,9 @@ class FrameInference {
   std::vector<uint32_t> out_offsets_;
   std::vector<OutEdge> out_edges_;
   std::vector<FrameRole> roles_;  // by node
-  std::map<std::string, int> function_blocks_;
+  // Hashed: a static graph's main unit holds every function's block, and
+  // each Call's edge looks its callee's up.
+  base::FlatHashMap<absl::string_view, int> function_blocks_;
   std::map<std::pair<int, std::string>, int> loop_blocks_;
 };
 

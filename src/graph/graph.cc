@@ -85,7 +85,7 @@ absl::Status WithNodeLabel(const NodeDef& node, const absl::Status& s) {
 }
 
 const AttrValue* NodeDef::FindAttr(absl::string_view attr_name) const {
-  auto it = attr.find(std::string(attr_name));
+  auto it = attr.find(attr_name);
   return it == attr.end() ? nullptr : &it->second;
 }
 
@@ -170,12 +170,12 @@ void FunctionLibrary::Put(FunctionDef function) {
 }
 
 const FunctionDef* FunctionLibrary::Find(absl::string_view name) const {
-  auto it = functions_.find(std::string(name));
+  auto it = functions_.find(name);
   return it == functions_.end() ? nullptr : &it->second;
 }
 
 FunctionDef* FunctionLibrary::FindMutable(absl::string_view name) {
-  auto it = functions_.find(std::string(name));
+  auto it = functions_.find(name);
   return it == functions_.end() ? nullptr : &it->second;
 }
 

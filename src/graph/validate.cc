@@ -1,7 +1,6 @@
 #include "tdf/validate.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "graph/frames.h"
 #include "graph/node_index.h"
+#include "graph/op_schema_cache.h"
 #include "tdf/op_registry.h"
 #include "tdf/status.h"
 
@@ -50,8 +50,10 @@ struct Edge {
 // body of `function`.
 class BodyValidator {
  public:
-  BodyValidator(const std::vector<NodeDef>& nodes, const FunctionDef* function, const FunctionLibrary& library)
-      : nodes_(nodes), function_(function), library_(library) {}
+  // `ops` may be shared by the validators of one graph's bodies.
+  BodyValidator(const std::vector<NodeDef>& nodes, const FunctionDef* function, const FunctionLibrary& library,
+                OpSchemaCache& ops)
+      : nodes_(nodes), function_(function), library_(library), ops_(ops) {}
 
   absl::Status Run() {
     TDF_RETURN_IF_ERROR(CheckNodesAndInputs());
@@ -86,7 +88,7 @@ class BodyValidator {
       // Such a name could not be written as an input ("x:1" reads port 1).
       if (n.name.find(':') != std::string::npos || n.name[0] == '^')
         return Invalid(n, "node names may not contain ':' or start with '^'");
-      schemas_[i] = OpRegistry::Global()->Find(n.op);
+      schemas_[i] = ops_.Find(n.op);
       if (schemas_[i] == nullptr) return Invalid(n, absl::StrCat("unknown op '", n.op, "'"));
       const OpKind kind = schemas_[i]->kind();
       if (function_ == nullptr && (kind == OpKind::kArg || kind == OpKind::kRetval))
@@ -111,8 +113,9 @@ class BodyValidator {
         } else if (seen_control) {
           return Invalid(n, absl::StrCat("data input '", n.input[k], "' after a control input"));
         }
-        const NodeDef& src = nodes_[ref.src];
-        const bool back = src.op == "NextIteration" || (!ref.is_control && (src.op == "Call" || n.op == "Return"));
+        const OpKind src_kind = schemas_[ref.src]->kind();
+        const bool back = src_kind == OpKind::kNextIteration ||
+                          (!ref.is_control && (src_kind == OpKind::kCall || schemas_[i]->kind() == OpKind::kReturn));
         edges_.push_back({ref.src, ref.port, ref.is_control, back});
       }
       edge_offsets_.push_back(static_cast<uint32_t>(edges_.size()));
@@ -145,15 +148,14 @@ class BodyValidator {
         for (const Edge& e : in_edges(i))
           if (!e.is_back) out[fill[e.src]++] = i;
     }
-    std::deque<int> ready;
+    // topo_ is the queue too: a node is appended when it becomes ready.
+    topo_.reserve(n);
     for (int i = 0; i < n; ++i)
-      if (pending[i] == 0) ready.push_back(i);
-    while (!ready.empty()) {
-      int i = ready.front();
-      ready.pop_front();
-      topo_.push_back(i);
+      if (pending[i] == 0) topo_.push_back(i);
+    for (size_t next = 0; next < topo_.size(); ++next) {
+      const int i = topo_[next];
       for (int k = out_begin[i]; k < out_begin[i + 1]; ++k)
-        if (--pending[out[k]] == 0) ready.push_back(out[k]);
+        if (--pending[out[k]] == 0) topo_.push_back(out[k]);
     }
     if (static_cast<int>(topo_.size()) == n) return absl::OkStatus();
     // Every node left has a forward predecessor that is also left: walking
@@ -182,7 +184,8 @@ class BodyValidator {
 
   absl::StatusOr<std::vector<DType>> InferNode(int i, bool use_back_edges) {
     const NodeDef& n = nodes_[i];
-    std::vector<DType> inputs;
+    std::vector<DType>& inputs = input_types_;  // reused: one allocation per body, not per node
+    inputs.clear();
     for (const Edge& e : in_edges(i)) {
       if (e.is_control) continue;
       if (e.is_back && !use_back_edges) {
@@ -198,7 +201,7 @@ class BodyValidator {
       }
       inputs.push_back(produced[e.port]);
     }
-    if (n.op == "Invoke") TDF_RETURN_IF_ERROR(CheckInvokeTarget(n));
+    if (schemas_[i]->kind() == OpKind::kInvoke) TDF_RETURN_IF_ERROR(CheckInvokeTarget(n));
     InferenceContext ctx{n, inputs, &library_};
     return schemas_[i]->InferTypes(ctx);
   }
@@ -231,12 +234,16 @@ class BodyValidator {
   // Call/Return: a call site, and indices within the callee's signature when
   // the library has it (a transformed graph may come without one).
   absl::Status CheckCalls() {
-    for (const NodeDef& n : nodes_) {
-      const bool is_call = n.op == "Call";
-      if (!is_call && n.op != "Return") continue;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      const bool is_call = schemas_[i]->kind() == OpKind::kCall;
+      if (!is_call && schemas_[i]->kind() != OpKind::kReturn) continue;
       TDF_ASSIGN_OR_RETURN(int64_t site, n.GetInt("call_site"));
       if (site < 0) return Invalid(n, absl::StrCat("call_site must be >= 0, is ", site));
-      TDF_ASSIGN_OR_RETURN(std::string fname, n.GetString("function"));
+      const AttrValue* function_attr = n.FindAttr("function");
+      const std::string* function_name = function_attr ? function_attr->get_if<std::string>() : nullptr;
+      if (function_name == nullptr) return n.GetString("function").status();  // its error
+      const std::string& fname = *function_name;
       const FunctionDef* f = library_.Find(fname);
       if (f == nullptr) continue;
       if (is_call && n.num_data_inputs() == 0) {
@@ -290,8 +297,9 @@ class BodyValidator {
         return Invalid(n, absl::StrCat("input 0 must be a variable handle; it comes from ", NodeLabel(src)));
       }
     }
-    for (const NodeDef& n : nodes_) {
-      if (n.op != "Variable") continue;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      if (schemas_[i]->kind() != OpKind::kVariable) continue;
       const AttrValue* init = n.FindAttr("initial_value");
       const Tensor* t = init ? init->get_if<Tensor>() : nullptr;
       TDF_ASSIGN_OR_RETURN(DType want, n.GetType("dtype"));
@@ -338,12 +346,14 @@ class BodyValidator {
   const std::vector<NodeDef>& nodes_;
   const FunctionDef* function_;
   const FunctionLibrary& library_;
+  OpSchemaCache& ops_;
   NodeIndex index_;
   std::vector<const OpSchema*> schemas_;
   std::vector<Edge> edges_;  // node i's inputs: [edge_offsets_[i], edge_offsets_[i + 1])
   std::vector<uint32_t> edge_offsets_;
   std::vector<int> topo_;
   std::vector<std::vector<DType>> types_;
+  std::vector<DType> input_types_;  // InferNode's
 };
 
 absl::Status InFunction(const std::string& name, const absl::Status& s) {
@@ -353,9 +363,7 @@ absl::Status InFunction(const std::string& name, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
 }
 
-}  // namespace
-
-absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary& library) {
+absl::Status ValidateFunctionWith(const FunctionDef& function, const FunctionLibrary& library, OpSchemaCache& ops) {
   const FunctionSignature& sig = function.signature;
   if (sig.name.empty()) return absl::InvalidArgumentError("a function has an empty name");
   if (!function.defined)
@@ -368,19 +376,28 @@ absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary
                                                        " has an invalid dtype"));
     }
   }
-  return InFunction(sig.name, BodyValidator(function.node, &function, library).Run());
+  return InFunction(sig.name, BodyValidator(function.node, &function, library, ops).Run());
+}
+
+}  // namespace
+
+absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary& library) {
+  OpSchemaCache ops;
+  return ValidateFunctionWith(function, library, ops);
 }
 
 absl::StatusOr<std::vector<std::vector<DType>>> InferOutputTypes(const std::vector<NodeDef>& nodes,
                                                                  const FunctionDef* function,
                                                                  const FunctionLibrary& library) {
-  absl::StatusOr<std::vector<std::vector<DType>>> types = BodyValidator(nodes, function, library).InferTypes();
+  OpSchemaCache ops;
+  absl::StatusOr<std::vector<std::vector<DType>>> types = BodyValidator(nodes, function, library, ops).InferTypes();
   if (function != nullptr && !types.ok()) return InFunction(function->signature.name, types.status());
   return types;
 }
 
 absl::Status Validate(const Graph& graph) {
-  TDF_RETURN_IF_ERROR(BodyValidator(graph.node, nullptr, graph.library).Run());
+  OpSchemaCache ops;  // one registry lookup per op of the graph, not per node
+  TDF_RETURN_IF_ERROR(BodyValidator(graph.node, nullptr, graph.library, ops).Run());
   for (const auto& [name, f] : graph.library.functions()) {
     if (name != f.signature.name)
       return absl::InvalidArgumentError(
@@ -388,7 +405,7 @@ absl::Status Validate(const Graph& graph) {
     // A declared-only function is fine until something calls it; the Invoke
     // check reports that call.
     if (!f.defined) continue;
-    TDF_RETURN_IF_ERROR(ValidateFunction(f, graph.library));
+    TDF_RETURN_IF_ERROR(ValidateFunctionWith(f, graph.library, ops));
   }
   return absl::OkStatus();
 }

@@ -93,14 +93,19 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
     exe->nodes.push_back(static_cast<const ExecNode&>(n));
   }
   if (mode == ExecutionMode::kStatic && options.compile_threads) CompileThreads(exe.get());
+  auto note_device = [&](absl::string_view name) {
+    if (name.empty()) return;  // the CPU; no vector or parse per node
+    absl::StatusOr<Device> d = Device::Parse(name);
+    if (d.ok() && !d->is_cpu() && std::find(exe->gpu_devices.begin(), exe->gpu_devices.end(), *d) == exe->gpu_devices.end())
+      exe->gpu_devices.push_back(*d);
+  };
   for (const NodeInfo& info : exe->info) {
     if (info.def == nullptr) continue;
-    std::vector<std::string> names = {info.def->device};
-    if (info.def->op == "CopyToDevice") names.push_back(info.def->GetString("device").value_or(""));
-    for (const std::string& name : names) {
-      absl::StatusOr<Device> d = Device::Parse(name);
-      if (d.ok() && !d->is_cpu() && std::find(exe->gpu_devices.begin(), exe->gpu_devices.end(), *d) == exe->gpu_devices.end())
-        exe->gpu_devices.push_back(*d);
+    note_device(info.def->device);
+    if (info.def->op == "CopyToDevice") {
+      const AttrValue* v = info.def->FindAttr("device");
+      const std::string* name = v != nullptr ? v->get_if<std::string>() : nullptr;
+      if (name != nullptr) note_device(*name);
     }
   }
   return exe;

@@ -4,7 +4,9 @@ namespace tdf {
 namespace runtime {
 
 ScalarOp ScalarOpFor(const std::string& op) {
-  static const std::pair<const char*, ScalarOp> kOps[] = {
+  // string_views: compared by length first, not by strlen and memcmp per
+  // entry (every CPU kernel node of a Session::Create asks).
+  static constexpr std::pair<absl::string_view, ScalarOp> kOps[] = {
       {"Identity", ScalarOp::kIdentity}, {"LoopCond", ScalarOp::kIdentity}, {"Add", ScalarOp::kAdd},
       {"Sub", ScalarOp::kSub}, {"Mul", ScalarOp::kMul}, {"Div", ScalarOp::kDiv}, {"Mod", ScalarOp::kMod},
       {"Maximum", ScalarOp::kMaximum}, {"Minimum", ScalarOp::kMinimum}, {"Neg", ScalarOp::kNeg},
@@ -17,7 +19,7 @@ ScalarOp ScalarOpFor(const std::string& op) {
       {"ZerosLike", ScalarOp::kZerosLike}, {"OnesLike", ScalarOp::kOnesLike},
   };
   for (const auto& [name, code] : kOps)
-    if (op == name) return code;
+    if (absl::string_view(op) == name) return code;
   return ScalarOp::kNone;
 }
 

@@ -43,17 +43,24 @@ namespace {
 // the Invoke receives, the site being the Invoke itself or, for a part of a
 // split site (site_group), the site's first part. Called on a graph the
 // transformation accepted.
+const std::string* StringAttr(const NodeDef& n, absl::string_view name) {
+  const AttrValue* v = n.FindAttr(name);
+  return v != nullptr ? v->get_if<std::string>() : nullptr;
+}
+
 std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(const Graph& graph) {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   std::map<std::pair<std::string, std::string>, std::string> group_site;  // (callee, site_group) -> site
   for (const NodeDef& n : graph.node) {
     if (n.op != "Invoke") continue;
-    const std::string fname = n.GetString("function").value_or("");
-    const FunctionDef* f = graph.library.Find(fname);
+    // Attributes read in place: GetString(...).value_or builds an error
+    // status for every Invoke without a site_group.
+    const std::string* fname = StringAttr(n, "function");
+    const FunctionDef* f = fname != nullptr ? graph.library.Find(*fname) : nullptr;
     if (f == nullptr) continue;
     std::string site = n.name;
-    if (const std::string group = n.GetString("site_group").value_or(""); !group.empty())
-      site = group_site.try_emplace({fname, group}, n.name).first->second;
+    if (const std::string* group = StringAttr(n, "site_group"); group != nullptr && !group->empty())
+      site = group_site.try_emplace({*fname, *group}, n.name).first->second;
     std::vector<int64_t> results;
     if (n.FindAttr("partial_results") != nullptr) {
       results = n.GetIntList("partial_results").value_or(std::vector<int64_t>{});

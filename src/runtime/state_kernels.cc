@@ -243,7 +243,10 @@ class StateKernel final : public OpKernel {
 }  // namespace
 
 bool IsStateOp(const std::string& op) {
-  return op == "Read" || op == "Assign" || op == "AssignAdd" || op == "AssignSub" || op == "ScatterAdd";
+  // string_views: compared by length first (every kernel node of a
+  // Session::Create asks).
+  const absl::string_view o = op;
+  return o == "Read" || o == "Assign" || o == "AssignAdd" || o == "AssignSub" || o == "ScatterAdd";
 }
 
 std::unique_ptr<OpKernel> MakeVariableHandleKernel(int32_t handle) {

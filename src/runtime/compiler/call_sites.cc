@@ -50,7 +50,8 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         blk.exits.push_back(id);
         break;
       case NodeKind::kCall: {
-        TDF_ASSIGN_OR_RETURN(std::string fn, def.GetString("function"));
+        const absl::string_view fn = CalleeOf(def);
+        if (fn.empty()) TDF_RETURN_IF_ERROR(def.GetString("function").status());
         auto fit = function_blocks_.find(fn);
         if (fit == function_blocks_.end())
           return NodeError(def, absl::StatusCode::kInvalidArgument,
@@ -73,19 +74,26 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         // arguments are all dead gives its Returns dead on its own, since
         // the other part may be waiting for exactly those results.
         {
-          std::set<std::string> part{def.name};
+          // Names compared in place: a string built per control input and
+          // a std::set per Call were most of this step's allocations.
+          auto controlled_by = [](const std::string& input, absl::string_view name) {
+            return input.size() == name.size() + 1 && input[0] == '^' && absl::string_view(input).substr(1) == name;
+          };
+          std::vector<absl::string_view> part{def.name};
           std::vector<int32_t> part_returns;
           for (const auto& [ret, slot] : Info(n).site_returns()) {
             const NodeDef& rdef = *Info(nodes[ret]).def;
             bool mine = false;
-            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) mine |= rdef.input[k] == "^" + def.name;
+            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) mine |= controlled_by(rdef.input[k], def.name);
             if (!mine) continue;
             part_returns.push_back(ret);
-            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) part.insert(rdef.input[k].substr(1));
+            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k)
+              part.push_back(absl::string_view(rdef.input[k]).substr(1));
           }
           Info(n).part_mask = 0;
           for (size_t i = 0; i < Info(n).site_calls().size(); ++i)
-            if (part.count(Info(nodes[Info(n).site_calls()[i]]).def->name)) Info(n).part_mask |= uint64_t{1} << i;
+            if (std::find(part.begin(), part.end(), Info(nodes[Info(n).site_calls()[i]]).def->name) != part.end())
+              Info(n).part_mask |= uint64_t{1} << i;
           Info(n).split_site = static_cast<size_t>(__builtin_popcountll(Info(n).part_mask)) < Info(n).site_calls().size();
           blk.child_site_calls[Info(n).child_slot] =
               Info(n).split_site ? std::numeric_limits<int32_t>::max()
@@ -98,10 +106,13 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           }
         }
         // Arguments of the callee that no Call of this site supplies.
-        std::set<int64_t> supplied;
-        for (int32_t other : site.calls) supplied.insert(Info(other).def->GetIntOr("arg_index", -1));
+        // (A site has at most 64 Calls: a vector, not a std::set per Call.)
+        std::vector<int64_t> supplied;
+        supplied.reserve(site.calls.size());
+        for (int32_t other : site.calls) supplied.push_back(Info(other).def->GetIntOr("arg_index", -1));
         for (const auto& [merge, arg] : ArgMerges(fn)) {
-          if (supplied.count(arg) == 0) Info(n).mutable_lists().missing_arg_merges.push_back({merge, nodes[merge].slot_base});
+          if (std::find(supplied.begin(), supplied.end(), arg) == supplied.end())
+            Info(n).mutable_lists().missing_arg_merges.push_back({merge, nodes[merge].slot_base});
         }
         break;
       }
@@ -113,7 +124,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
                            absl::StrCat("calls function '", fn, "' which has no definition"));
         Info(n).target_block = fit->second;
         Info(n).child_slot = ChildSlot(n.block, absl::StrCat("invoke:", id), false);
-        Info(n).label = invoke_sites_[fn]++;
+        Info(n).label = invoke_sites_[fn]++;  // dynamic mode: one Invoke per call
         break;
       }
       case NodeKind::kArg:
@@ -218,13 +229,13 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
 // node's attributes once per function (10^4 functions: 10^9 lookups).
 // An argument Merge is fed by Calls of its own function only
 // (CheckCrossing), so one `seen` serves all functions.
-const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(const std::string& fn) {
+const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(absl::string_view fn) {
   if (!arg_merges_built_) {
     arg_merges_built_ = true;
     std::vector<uint8_t> seen(nodes_.size(), 0);
     for (const NodeBuild& c : nodes_) {
       if (c.kind != NodeKind::kCall) continue;
-      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[Info(c).def->GetString("function").value_or("")];
+      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[std::string(CalleeOf(*Info(c).def))];
       for (const OutEdge& e : c.edges) {
         if (e.kind != EdgeKind::kCall || nodes_[e.dst].kind != NodeKind::kMerge || seen[e.dst]) continue;
         seen[e.dst] = 1;
@@ -237,16 +248,16 @@ const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(const std::s
   return it == arg_merges_.end() ? kNone : it->second;
 }
 
-const Compiler::SiteNodes& Compiler::Site(int32_t block, int32_t label, const std::string& fn) {
+const Compiler::SiteNodes& Compiler::Site(int32_t block, int32_t label, absl::string_view fn) {
   if (!sites_built_) {
     sites_built_ = true;
     for (const NodeBuild& o : nodes_) {  // by id: block order within each block
       if (o.kind != NodeKind::kCall && o.kind != NodeKind::kReturn) continue;
-      SiteNodes& site = sites_[{o.block, Info(o).label, Info(o).def->GetString("function").value_or("")}];
+      SiteNodes& site = sites_[{o.block, Info(o).label, std::string(CalleeOf(*Info(o).def))}];
       (o.kind == NodeKind::kCall ? site.calls : site.returns).push_back(o.id);
     }
   }
-  return sites_.at({block, label, fn});
+  return sites_.at({block, label, std::string(fn)});
 }
 
 }  // namespace runtime

@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "base/hash_tables.h"
 #include "graph/frames.h"
+#include "graph/op_schema_cache.h"
 #include "runtime/executable.h"
 #include "tdf/session.h"
 
@@ -41,6 +42,14 @@ inline NodeKind KindOf(const NodeDef& def, OpKind op_kind) {
   if (def.op == "Placeholder") return NodeKind::kPlaceholder;
   if (def.op == "NoOp") return NodeKind::kNoOutput;
   return NodeKind::kKernel;
+}
+
+// A Call's, Return's or Invoke's callee, not copied ("" when the attribute
+// is missing or not a string: validation reports that).
+inline absl::string_view CalleeOf(const NodeDef& def) {
+  const AttrValue* v = def.FindAttr("function");
+  const std::string* name = v != nullptr ? v->get_if<std::string>() : nullptr;
+  return name != nullptr ? absl::string_view(*name) : absl::string_view();
 }
 
 inline ExecBlock::Kind BlockKind(BlockInfo::Kind k) {
@@ -111,14 +120,14 @@ class Compiler {
   void MarkTailSites();  // tail_calls.cc
   void CompactSlots();  // slot_layout.cc
   void BuildDeadDataFrontiers();  // dead_branches.cc
-  const std::vector<std::pair<int32_t, int64_t>>& ArgMerges(const std::string& fn);  // call_sites.cc
+  const std::vector<std::pair<int32_t, int64_t>>& ArgMerges(absl::string_view fn);  // call_sites.cc
   // The Calls and Returns of call site (block, label, function), each in
   // block order: a Call finds its site's without scanning its block (a main
   // graph of 10^4 sites read every main node's attributes 10^4 times).
   struct SiteNodes {
     std::vector<int32_t> calls, returns;
   };
-  const SiteNodes& Site(int32_t block, int32_t label, const std::string& fn);  // call_sites.cc
+  const SiteNodes& Site(int32_t block, int32_t label, absl::string_view fn);  // call_sites.cc
   // A function block's local graph as BuildDeadRegions reads it (by block
   // index): local inputs and consumers, call sites, predicate groups.
   struct RegionInputs {
@@ -194,10 +203,13 @@ class Compiler {
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
   base::FlatHashMap<std::string, int32_t> op_ids_;
-  std::map<std::string, int32_t> function_blocks_;
+  OpSchemaCache op_schemas_;  // views into the graph's NodeDefs, which exe_ owns
+  // Hashed, found by string_view: a static graph has a function block per
+  // function, looked up on every Call's and Return's edges.
+  base::FlatHashMap<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
-  std::map<int32_t, std::map<std::string, int32_t>> child_slots_;
-  std::map<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
+  std::map<int32_t, base::FlatHashMap<std::string, int32_t>> child_slots_;
+  base::FlatHashMap<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
   base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
   bool sites_built_ = false;
