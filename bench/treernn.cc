@@ -169,7 +169,8 @@ struct Compiled {
   int64_t nodes = 0;
 };
 
-absl::StatusOr<Compiled> Compile(GraphBuilder& b, const Vars& v, const ModelConfig& c, bool training, int workers) {
+absl::StatusOr<Compiled> Compile(GraphBuilder& b, const Vars& v, const ModelConfig& c, bool training, int workers,
+                                 bool batching = false) {
   TDF_ASSIGN_OR_RETURN(tdf::Graph g, b.Build());
   Compiled out;
   if (training) {
@@ -188,6 +189,7 @@ absl::StatusOr<Compiled> Compile(GraphBuilder& b, const Vars& v, const ModelConf
   options.place_tensor_ops_on_gpu = c.gpu;
   options.fallback_to_cpu = false;
   options.observer = c.observer;
+  options.batching = batching;
   TDF_ASSIGN_OR_RETURN(out.session, tdf::Session::Create(g, options));
   return out;
 }
@@ -249,7 +251,7 @@ class SessionModel : public Model {
     PreparedBatch out;
     out.trees = batch;
     AddLeafFeeds(batch, &out);
-    if (impl_ == Impl::kRecursion) {
+    if (impl_ == Impl::kRecursion || impl_ == Impl::kBatchedRecursion) {
       // "tree" [N, 3]: per node of the batch (tree by tree, post-order) its
       // children's global indices and its row in its tree's leaf states (-1
       // where not applicable); "root_<k>" the global index of tree k's root.
@@ -349,7 +351,7 @@ absl::Status DefineNodeFunction(GraphBuilder& b, const ModelConfig& c) {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateRecursion(const ModelConfig& c, const Parameters& init, int batch_size,
-                                                      bool training, int workers) {
+                                                      bool training, int workers, bool batching) {
   GraphBuilder b;
   TDF_RETURN_IF_ERROR(DefineNodeFunction(b, c));
   Vars v = AddVariables(b, init);
@@ -362,8 +364,9 @@ absl::StatusOr<std::unique_ptr<Model>> CreateRecursion(const ModelConfig& c, con
     states.push_back(b.Call("node", {root, tree, Pk, v.read[kW], v.read[kB]})[1]);
   }
   AddLoss(b, v, b.Concat(states, 0), b.Placeholder("labels", c.dtype), batch_size, c.dtype);
-  TDF_ASSIGN_OR_RETURN(Compiled compiled, Compile(b, v, c, training, workers));
-  return std::unique_ptr<Model>(new SessionModel(Impl::kRecursion, c, batch_size, std::move(compiled)));
+  TDF_ASSIGN_OR_RETURN(Compiled compiled, Compile(b, v, c, training, workers, batching));
+  return std::unique_ptr<Model>(new SessionModel(batching ? Impl::kBatchedRecursion : Impl::kRecursion, c, batch_size,
+                                                 std::move(compiled)));
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateIteration(const ModelConfig& c, const Parameters& init, int batch_size,
@@ -516,6 +519,7 @@ const char* ImplName(Impl impl) {
     case Impl::kRecursion: return "recursion";
     case Impl::kIteration: return "iteration";
     case Impl::kUnrolled: return "unrolled";
+    case Impl::kBatchedRecursion: return "batched";
   }
   return "?";
 }
@@ -526,7 +530,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(Impl impl, const ModelConfi
   if (config.dtype != DType::kFloat32 && config.dtype != DType::kFloat64)
     return absl::InvalidArgumentError("the model computes in float32 or float64");
   switch (impl) {
-    case Impl::kRecursion: return CreateRecursion(config, initial, batch_size, training, num_workers);
+    case Impl::kRecursion: return CreateRecursion(config, initial, batch_size, training, num_workers, false);
+    case Impl::kBatchedRecursion: return CreateRecursion(config, initial, batch_size, training, num_workers, true);
     case Impl::kIteration: return CreateIteration(config, initial, batch_size, training, num_workers);
     case Impl::kUnrolled:
       return std::unique_ptr<Model>(new UnrolledModel(config, initial, batch_size, training, num_workers));

@@ -90,8 +90,10 @@ double NativeLoss(const ModelConfig& config, const Parameters& params, const Bat
 void NativeSgd(const ModelConfig& config, const Parameters& grads, Parameters* params, bool in_place = false);
 
 // ---- tdf ----
-enum class Impl { kRecursion, kIteration, kUnrolled };
-const char* ImplName(Impl impl);  // "recursion", "iteration", "unrolled"
+// kBatchedRecursion: kRecursion's graph run with SessionOptions::batching,
+// so that a node's tensor ops fire once for the ready nodes of all trees.
+enum class Impl { kRecursion, kIteration, kUnrolled, kBatchedRecursion };
+const char* ImplName(Impl impl);  // "recursion", "iteration", "unrolled", "batched"
 
 // What one Run needs for a batch, made ahead of time (data loading, not
 // timed by the benchmark): the feeds, for the unrolled model just the trees.
@@ -114,7 +116,7 @@ class Model {
   virtual absl::StatusOr<double> Run(const PreparedBatch& batch) = 0;
   // The current parameters.
   virtual absl::StatusOr<Parameters> ReadParameters() const = 0;
-  // Statistics of the last Run (firings, frames).
+  // Statistics of the last Run (firings, frames, batches).
   const tdf::RunStats& last_stats() const { return stats_; }
   // Nodes of the main graph and of the function library after AddGradients
   // (for the unrolled model: of the last batch's graph).

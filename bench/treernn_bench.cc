@@ -181,6 +181,7 @@ struct Result {
   double trees_per_s = NAN;  // the median of the measurements with the most iterations
   std::vector<std::pair<int64_t, double>> measurements;  // (iterations, trees/s) per call
   int64_t firings_per_run = 0;
+  double mean_batch = 0;  // batched: instances per batched firing in the last run
   int64_t graph_nodes = 0;
   std::string error;
 };
@@ -341,6 +342,8 @@ void Body(benchmark::State& state, int index) {
   r.trees_per_s = m % 2 == 1 ? final_rates[m / 2] : (final_rates[m / 2 - 1] + final_rates[m / 2]) / 2;
   if (!c.native) {
     r.firings_per_run = cache.model->last_stats().firings;
+    r.mean_batch = cache.model->last_stats().mean_batch_size();
+    if (c.impl == Impl::kBatchedRecursion) state.counters["mean_batch"] = r.mean_batch;
     r.graph_nodes = cache.model->graph_nodes();
     state.counters["firings_per_tree"] = static_cast<double>(r.firings_per_run) / c.batch;
     if (cache.model->last_stats().live_frames_after_run != 0) {
@@ -397,7 +400,7 @@ int Verify(const ModelConfig& config32, const std::vector<Tree>& trees, std::vec
   config.dtype = tdf::DType::kFloat64;
   int bad = 0;
   std::fprintf(stderr, "verifying against native C++ (float64, tolerance 1e-9):\n");
-  for (Impl impl : {Impl::kRecursion, Impl::kIteration, Impl::kUnrolled}) {
+  for (Impl impl : {Impl::kRecursion, Impl::kIteration, Impl::kUnrolled, Impl::kBatchedRecursion}) {
     for (bool train : {true, false}) {
       for (int batch : {1, 3}) {
         for (int workers : {1, 2}) {
@@ -631,7 +634,7 @@ void PrintTable(const std::vector<int>& workers, const TreebankStats& train_stat
   }
   std::printf("%s\n%s\n", header.c_str(), sub.c_str());
   for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
-    for (const char* impl : {"recursion", "iteration", "unrolled", "native"}) {
+    for (const char* impl : {"recursion", "iteration", "unrolled", "native", "batched"}) {
       std::string line = absl::StrFormat("%-10s %-10s", mode == Mode::kTrain ? "training" : "inference", impl);
       bool any = false;
       for (int b : g->flags.batch_sizes) {
@@ -645,6 +648,35 @@ void PrintTable(const std::vector<int>& workers, const TreebankStats& train_stat
     }
   }
   std::printf("(n/i: not implemented — see below; -: not run)\n");
+  // Batching (issue #30): mean instances per batched kernel call, and the
+  // speed-ups the issue targets.
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    std::string line = absl::StrFormat("%-10s %-10s", mode == Mode::kTrain ? "training" : "inference", "mean batch");
+    bool any = false;
+    for (int b : g->flags.batch_sizes) {
+      for (int w : workers) {
+        const Result* r = Find(mode, "batched", b, w);
+        any |= r != nullptr && r->ok;
+        line += absl::StrFormat(" %s%7s", w == workers.front() ? "| " : "",
+                                r != nullptr && r->ok ? absl::StrFormat("%.1f", r->mean_batch) : "-");
+      }
+    }
+    if (any) std::printf("%s\n", line.c_str());
+  }
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    for (int b : g->flags.batch_sizes) {
+      for (int w : workers) {
+        const Result* bat = Find(mode, "batched", b, w);
+        const Result* rec = Find(mode, "recursion", b, w);
+        const Result* nat = Find(mode, "native", b, 1);
+        if (bat == nullptr || !bat->ok) continue;
+        std::string line = absl::StrFormat("batched %s, batch %d, %dw:", ModeName(mode), b, w);
+        if (rec != nullptr && rec->ok) line += absl::StrFormat(" %.2fx recursion", bat->trees_per_s / rec->trees_per_s);
+        if (nat != nullptr && nat->ok) line += absl::StrFormat(", %.2fx native", bat->trees_per_s / nat->trees_per_s);
+        std::printf("%s\n", line.c_str());
+      }
+    }
+  }
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
 
   std::printf("\npaper (TensorFlow 1.x, CPU; seeds/002 Tables 2-3), trees/s:\n"
@@ -761,14 +793,14 @@ int RealMain(int argc, char** argv) {
     return 2;
   }
   for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
-    for (int impl = 0; impl <= 3; ++impl) {
+    for (int impl = 0; impl <= 4; ++impl) {  // 3: native, 4: batched recursion
       for (int b : flags.batch_sizes) {
         for (int w : workers) {
           Case c;
           c.mode = mode;
           c.native = impl == 3;
           if (c.native && w != 1) continue;
-          if (!c.native) c.impl = static_cast<Impl>(impl);
+          if (!c.native) c.impl = impl == 4 ? Impl::kBatchedRecursion : static_cast<Impl>(impl);
           c.batch = b;
           c.workers = w;
           c.name = absl::StrCat(ModeName(mode), "/", c.impl_name(), "/b", b, "/", w, "w");

@@ -53,6 +53,9 @@ struct FiringEvent {
   bool dead;                 ///< a dead firing (deadness propagated, no kernel)
   int64_t start_ns;  ///< since the run started
   int64_t end_ns;    ///< since the run started
+  /// Instances of the node fired by the one batched kernel call this
+  /// firing was part of (SessionOptions::batching); 0: fired alone.
+  int batch = 0;
 };
 
 /// Observers see every firing. Called concurrently from worker threads.
@@ -167,6 +170,27 @@ struct SessionOptions {
   /// Without a usable device: true runs cuda:N nodes on the CPU (one log
   /// line); false makes Create fail with FAILED_PRECONDITION naming the node.
   bool fallback_to_cpu = true;
+  /// Batching one op across tags (design.md §9): a worker may defer a ready
+  /// tensor op whose op has a batching rule (src/runtime/batching/
+  /// batching_rules.h) into a bucket of the same node's ready instances under
+  /// other tags (same input shapes, same shared weights) and run other ready
+  /// work first; a bucket fires as one kernel call over its stacked inputs
+  /// when the worker has nothing else to run, when it holds batch_max_size
+  /// instances, or after batch_max_deferral of the worker's firings. Results
+  /// are those of unbatched runs; dead instances never batch. CPU kernels
+  /// only (a node placed on a GPU fires alone). Off by default.
+  ///
+  /// \code
+  ///   tdf::SessionOptions options;
+  ///   options.batching = true;         // a TreeRNN's nodes batch across trees
+  ///   options.batch_max_size = 64;
+  /// \endcode
+  bool batching = false;
+  /// The most instances one batched firing takes (>= 1; Create rejects others).
+  int batch_max_size = 256;
+  /// A bucket fires at the latest after this many other firings of its
+  /// worker since its first instance came (>= 1).
+  int64_t batch_max_deferral = 100'000;
 };
 
 /// What a run did (Session::Run's `stats`).
@@ -203,6 +227,21 @@ struct RunStats {
   /// Threads the run could use: SessionOptions::num_workers, capped at
   /// oneTBB's max_allowed_parallelism.
   int num_workers = 0;
+  /// SessionOptions::batching: kernel calls that fired several instances of
+  /// one node at once, and the instances they fired (each also counted in
+  /// firings, as if fired alone).
+  int64_t batched_firings = 0;
+  int64_t batched_instances = 0;
+  /// batch_size_histogram[i]: batched firings of 2^i to 2^(i+1) - 1
+  /// instances (index 0 stays 0: a batch has at least 2).
+  std::vector<int64_t> batch_size_histogram;
+  /// Time instances spent deferred in buckets, summed over instances
+  /// (those that then fired alone included).
+  absl::Duration deferred_time;
+  /// Instances per batched firing (0 without any).
+  double mean_batch_size() const {
+    return batched_firings > 0 ? static_cast<double>(batched_instances) / static_cast<double>(batched_firings) : 0.0;
+  }
 };
 
 /// Cancels runs from another thread.

@@ -47,12 +47,14 @@ namespace runtime {
 
 namespace {
 
+#include "runtime/executor/batch_buckets.inc"  // NOLINT(build/include)
 #include "runtime/executor/worker.inc"  // NOLINT(build/include)
 #include "runtime/executor/frame_lifetime.inc"  // NOLINT(build/include)
 #include "runtime/executor/delivery.inc"  // NOLINT(build/include)
 #include "runtime/executor/control_flow.inc"  // NOLINT(build/include)
 #include "runtime/executor/firing.inc"  // NOLINT(build/include)
 #include "runtime/executor/threads.inc"  // NOLINT(build/include)
+#include "runtime/executor/batching.inc"  // NOLINT(build/include)
 #include "runtime/executor/remote.inc"  // NOLINT(build/include)
 #include "runtime/executor/scheduling.inc"  // NOLINT(build/include)
 #include "runtime/executor/free_frames.inc"  // NOLINT(build/include)

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "oneapi/tbb/task_arena.h"
+#include "runtime/batching/batch_plan.h"
 #include "runtime/executable.h"
 #include "runtime/frame_reclaimer.h"
 #include "runtime/prune.h"
@@ -55,6 +56,7 @@ class Executor {
   VariableStore* variables_;  // not owned; outlives the executor
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<RunPruner> pruner_;
+  std::unique_ptr<batching::BatchPlan> batch_plan_;  // null: batching off
   // Failed runs' frames still being freed after their runs returned; last,
   // so that it is destroyed first and waits for them while the graph their
   // blocks point into is still there.

@@ -123,6 +123,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   if (options.num_workers < 1 || options.num_workers > SessionOptions::kMaxWorkers)
     return absl::InvalidArgumentError(absl::StrCat("num_workers must be in [1, ", SessionOptions::kMaxWorkers,
                                                    "], got ", options.num_workers));
+  if (options.batch_max_size < 1 || options.batch_max_deferral < 1)
+    return absl::InvalidArgumentError(absl::StrCat("batch_max_size and batch_max_deferral must be >= 1, got ",
+                                                   options.batch_max_size, " and ", options.batch_max_deferral));
   TDF_RETURN_IF_ERROR(Validate(graph));
   auto impl = std::make_unique<Impl>();
   // A copy only where nothing else makes one: a 10^6-node graph is 250 MB.

@@ -31,7 +31,7 @@ std::string JsonEscape(const std::string& s) {
 
 void TraceWriter::Add(const FiringEvent& e) {
   base::MutexLock lock(&mu_);
-  events_.push_back(Event{*e.node, *e.op, e.tag, e.worker, e.dead, e.start_ns, e.end_ns});
+  events_.push_back(Event{*e.node, *e.op, e.tag, e.worker, e.dead, e.start_ns, e.end_ns, e.batch});
 }
 
 std::string TraceWriter::ToChromeJson() const {
@@ -43,7 +43,9 @@ std::string TraceWriter::ToChromeJson() const {
     const double dur_us = std::max<int64_t>(e.end_ns - e.start_ns, 1) / 1000.0;
     absl::StrAppend(&out, i == 0 ? "" : ",\n", "{\"name\":\"", JsonEscape(e.node), "\",\"cat\":\"", JsonEscape(e.op),
                     "\",\"ph\":\"X\",\"pid\":1,\"tid\":", e.worker, ",\"ts\":", ts_us, ",\"dur\":", dur_us,
-                    ",\"args\":{\"tag\":\"", JsonEscape(e.tag), "\",\"dead\":", e.dead ? "true" : "false", "}}");
+                    ",\"args\":{\"tag\":\"", JsonEscape(e.tag), "\",\"dead\":", e.dead ? "true" : "false");
+    if (e.batch > 0) absl::StrAppend(&out, ",\"batch\":", e.batch);
+    out += "}}";
   }
   out += "\n],\"displayTimeUnit\":\"ns\"}\n";
   return out;

@@ -17,7 +17,7 @@ class TraceWriter {
   // Thread-safe.
   void Add(const FiringEvent& event);
   // One "X" (complete) event per firing: name = node, cat = op, tid = worker,
-  // args = {tag, dead}.
+  // args = {tag, dead}, and {batch: n} for an instance of a batched firing.
   absl::Status WriteChromeJson(const std::string& path) const;
   std::string ToChromeJson() const;
 
@@ -27,6 +27,7 @@ class TraceWriter {
     int worker;
     bool dead;
     int64_t start_ns, end_ns;
+    int batch;
   };
   mutable absl::Mutex mu_;
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
