@@ -433,6 +433,41 @@ struct ThreadPath {
   std::vector<std::pair<int32_t, int32_t>> pendings;  // pending index <- value
   std::vector<ThreadCall> sites;
   std::vector<int32_t> op_ids;
+  // op_ids as (op, firings), one entry per op: what RunStats add.
+  std::vector<std::pair<int32_t, int32_t>> op_counts;
+  // The registers the path's end reads (result, writes, call arguments).
+  std::vector<int16_t> out_regs;
+};
+// Typed code: the thread's code when its arguments are inline scalars of
+// the dtypes the body implies (CompiledThread::arg_dtypes), on raw values
+// instead of Tensors, one instruction per op and dtype (the untyped code
+// decides the dtype and the op on every instruction). Integer division or
+// modulo by zero returns false (the kernel reports it), as the untyped
+// code does; ops whose typed result could differ from the scalar path's
+// are not typed (the thread then has no typed code).
+struct TypedInstr {
+  enum class Op : uint8_t {
+    kFallback, kEnd, kBranch, kConst, kMove,
+    // int64; the K forms take b as the immediate imm
+    kAddI, kSubI, kMulI, kDivI, kModI, kMaxI, kMinI, kNegI,
+    kLtI, kLeI, kGtI, kGeI, kEqI, kNeI,
+    kAddIK, kSubIK, kMulIK, kLtIK, kLeIK, kGtIK, kGeIK, kEqIK, kNeIK,
+    // double
+    kAddF, kSubF, kMulF, kDivF, kNegF, kLtF, kLeF, kGtF, kGeF, kEqF, kNeF,
+    // bool
+    kAnd, kOr, kNot, kEqB, kNeB,
+  };
+  Op op = Op::kFallback;
+  int8_t dst = -1, a = -1, b = -1;
+  int32_t arg = -1;  // kBranch: relative target if true; kEnd: the path
+  int64_t imm = 0;   // kConst: the value's bits; K forms: b
+};
+union ThreadReg {
+  int64_t i;
+  double f;
+  bool b;
+  int32_t i32;
+  float f32;
 };
 struct CompiledThread {
   int32_t block = -1;
@@ -441,6 +476,11 @@ struct CompiledThread {
   std::vector<ThreadInstr> code;
   std::vector<Tensor> consts;
   std::vector<ThreadPath> paths;
+  // Typed code (empty: none) and the dtypes it assumes: of each argument
+  // (checked at entry) and of each register (how a value leaves it).
+  std::vector<TypedInstr> typed;
+  std::vector<DType> arg_dtypes;
+  std::vector<DType> reg_dtypes;
 };
 constexpr int kMaxThreadRegs = 16;
 // Nested threads (a thread's calls running their threads) use the stack;
