@@ -418,6 +418,7 @@ struct ThreadInstr {
 struct ThreadCall {
   std::vector<int32_t> calls;
   std::vector<int16_t> regs;
+  std::vector<int32_t> slots;  // each Call's argument slot (slot_base)
   int32_t thread = -1;  // the callee's thread for this site, or -1
   // Only some of the site's Calls have their arguments: each fires on its own.
   bool partial = false;
@@ -433,8 +434,11 @@ struct ThreadPath {
   std::vector<std::pair<int32_t, int32_t>> pendings;  // pending index <- value
   std::vector<ThreadCall> sites;
   std::vector<int32_t> op_ids;
-  // op_ids as (op, firings), one entry per op: what RunStats add.
+  // op_ids as (op, firings), one entry per op, with the Calls after the
+  // first of each site with a thread (its first Call fires later, taking
+  // them all: MakeCall): what RunStats add, num_fired in all.
   std::vector<std::pair<int32_t, int32_t>> op_counts;
+  int64_t num_fired = 0;
   // The registers the path's end reads (result, writes, call arguments).
   std::vector<int16_t> out_regs;
 };

@@ -617,9 +617,6 @@ class ThreadTyper {
 // registers it reads.
 void FinishPaths(CompiledThread* t) {
   for (ThreadPath& p : t->paths) {
-    std::map<int32_t, int32_t> counts;
-    for (int32_t op : p.op_ids) ++counts[op];
-    p.op_counts.assign(counts.begin(), counts.end());
     std::vector<int16_t> regs;
     if (p.reg >= 0) regs.push_back(p.reg);
     for (const auto& [slot, reg] : p.writes) regs.push_back(reg);
@@ -671,8 +668,20 @@ void CompileThreads(ExecutableGraph* exe) {
   }
   // The sites a path calls, with their threads (every thread is built now).
   for (CompiledThread& t : exe->threads)
-    for (ThreadPath& p : t.paths)
-      for (ThreadCall& site : p.sites) site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
+    for (ThreadPath& p : t.paths) {
+      std::map<int32_t, int32_t> counts;
+      for (int32_t op : p.op_ids) ++counts[op];
+      p.num_fired = static_cast<int64_t>(p.op_ids.size());
+      for (ThreadCall& site : p.sites) {
+        site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
+        site.slots.clear();
+        for (int32_t c : site.calls) site.slots.push_back(exe->nodes[c].slot_base);
+        if (site.thread < 0) continue;
+        for (size_t i = 1; i < site.calls.size(); ++i) ++counts[exe->nodes[site.calls[i]].op_id];
+        p.num_fired += static_cast<int64_t>(site.calls.size()) - 1;
+      }
+      p.op_counts.assign(counts.begin(), counts.end());
+    }
 }
 
 }  // namespace runtime
