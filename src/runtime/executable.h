@@ -439,6 +439,9 @@ struct ThreadPath {
   // them all: MakeCall): what RunStats add, num_fired in all.
   std::vector<std::pair<int32_t, int32_t>> op_counts;
   int64_t num_fired = 0;
+  // Its index among every thread's paths: a worker counts the path's runs
+  // there and adds op_counts times them to RunStats when it flushes.
+  int32_t id = -1;
   // The registers the path's end reads (result, writes, call arguments).
   std::vector<int16_t> out_regs;
 };
@@ -535,6 +538,7 @@ struct ExecutableGraph {
   NodeIndex main_index;
   // Compiled units (SessionOptions::compile_threads): NodeInfo::thread.
   std::vector<CompiledThread> threads;
+  int32_t num_thread_paths = 0;  // ThreadPath::id < this
 };
 
 // Compiles the entry threads of function bodies (compiler/threads.cc) and

@@ -667,8 +667,10 @@ void CompileThreads(ExecutableGraph* exe) {
     for (int32_t c : calls) exe->info[c].thread = it->second;
   }
   // The sites a path calls, with their threads (every thread is built now).
+  exe->num_thread_paths = 0;
   for (CompiledThread& t : exe->threads)
     for (ThreadPath& p : t.paths) {
+      p.id = exe->num_thread_paths++;
       std::map<int32_t, int32_t> counts;
       for (int32_t op : p.op_ids) ++counts[op];
       p.num_fired = static_cast<int64_t>(p.op_ids.size());
