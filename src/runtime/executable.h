@@ -418,6 +418,7 @@ struct ThreadInstr {
 struct ThreadCall {
   std::vector<int32_t> calls;
   std::vector<int16_t> regs;
+  std::vector<int32_t> slots;  // each Call's argument slot (slot_base)
   int32_t thread = -1;  // the callee's thread for this site, or -1
   // Only some of the site's Calls have their arguments: each fires on its own.
   bool partial = false;
@@ -433,6 +434,47 @@ struct ThreadPath {
   std::vector<std::pair<int32_t, int32_t>> pendings;  // pending index <- value
   std::vector<ThreadCall> sites;
   std::vector<int32_t> op_ids;
+  // op_ids as (op, firings), one entry per op, with the Calls after the
+  // first of each site with a thread (its first Call fires later, taking
+  // them all: MakeCall): what RunStats add, num_fired in all.
+  std::vector<std::pair<int32_t, int32_t>> op_counts;
+  int64_t num_fired = 0;
+  // Its index among every thread's paths: a worker counts the path's runs
+  // there and adds op_counts times them to RunStats when it flushes.
+  int32_t id = -1;
+  // The registers the path's end reads (result, writes, call arguments).
+  std::vector<int16_t> out_regs;
+};
+// Typed code: the thread's code when its arguments are inline scalars of
+// the dtypes the body implies (CompiledThread::arg_dtypes), on raw values
+// instead of Tensors, one instruction per op and dtype (the untyped code
+// decides the dtype and the op on every instruction). Integer division or
+// modulo by zero returns false (the kernel reports it), as the untyped
+// code does; ops whose typed result could differ from the scalar path's
+// are not typed (the thread then has no typed code).
+struct TypedInstr {
+  enum class Op : uint8_t {
+    kFallback, kEnd, kBranch, kConst, kMove,
+    // int64; the K forms take b as the immediate imm
+    kAddI, kSubI, kMulI, kDivI, kModI, kMaxI, kMinI, kNegI,
+    kLtI, kLeI, kGtI, kGeI, kEqI, kNeI,
+    kAddIK, kSubIK, kMulIK, kLtIK, kLeIK, kGtIK, kGeIK, kEqIK, kNeIK,
+    // double
+    kAddF, kSubF, kMulF, kDivF, kNegF, kLtF, kLeF, kGtF, kGeF, kEqF, kNeF,
+    // bool
+    kAnd, kOr, kNot, kEqB, kNeB,
+  };
+  Op op = Op::kFallback;
+  int8_t dst = -1, a = -1, b = -1;
+  int32_t arg = -1;  // kBranch: relative target if true; kEnd: the path
+  int64_t imm = 0;   // kConst: the value's bits; K forms: b
+};
+union ThreadReg {
+  int64_t i;
+  double f;
+  bool b;
+  int32_t i32;
+  float f32;
 };
 struct CompiledThread {
   int32_t block = -1;
@@ -441,6 +483,11 @@ struct CompiledThread {
   std::vector<ThreadInstr> code;
   std::vector<Tensor> consts;
   std::vector<ThreadPath> paths;
+  // Typed code (empty: none) and the dtypes it assumes: of each argument
+  // (checked at entry) and of each register (how a value leaves it).
+  std::vector<TypedInstr> typed;
+  std::vector<DType> arg_dtypes;
+  std::vector<DType> reg_dtypes;
 };
 constexpr int kMaxThreadRegs = 16;
 // Nested threads (a thread's calls running their threads) use the stack;
@@ -491,6 +538,7 @@ struct ExecutableGraph {
   NodeIndex main_index;
   // Compiled units (SessionOptions::compile_threads): NodeInfo::thread.
   std::vector<CompiledThread> threads;
+  int32_t num_thread_paths = 0;  // ThreadPath::id < this
 };
 
 // Compiles the entry threads of function bodies (compiler/threads.cc) and

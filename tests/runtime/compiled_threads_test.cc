@@ -4,11 +4,14 @@
 // has them counts them, one that does not counts none.
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tdf/builder.h"
 #include "tdf/reference_programs.h"
 #include "tdf/session.h"
 
@@ -113,6 +116,74 @@ TEST(CompiledThreads, RecursionLimitStillFailsTheRun) {
   auto out = (*session)->Run({{"n", I(10)}}, {"result"}, {}, nullptr);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
+}
+
+// f(n) = n <= 0 ? 100 / n + 100 % n + max(n, -2) - (-n) : f(n - 1), and on
+// doubles g(x) = x <= 0 ? x / 0 - x : g(x - 1.5): their compiled units run
+// typed code (int64, double registers); integer division by zero must fail
+// the run as the Div kernel reports it node by node.
+Graph DivideAtTheBottom() {
+  GraphBuilder b;
+  using Outs = std::vector<Output>;
+  (void)b.DefineFunction(
+      FunctionSignature{"f", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& a) -> Outs {
+        Output n = a[0];
+        return f.Cond(
+            f.LessEqual(n, f.Const<int64_t>(0)),
+            [&] {
+              Output q = f.Add(f.Div(f.Const<int64_t>(100), n), f.Mod(f.Const<int64_t>(100), n));
+              return Outs{f.Sub(f.Add(q, f.Maximum(n, f.Const<int64_t>(-2))), f.Neg(n))};
+            },
+            [&] { return f.Call("f", {f.Sub(n, f.Const<int64_t>(1))}); });
+      });
+  (void)b.DefineFunction(
+      FunctionSignature{"g", {{"x", DType::kFloat64}}, {{"r", DType::kFloat64}}},
+      [](GraphBuilder& f, const Outs& a) -> Outs {
+        Output x = a[0];
+        return f.Cond(
+            f.LessEqual(x, f.Const<double>(0)),
+            [&] { return Outs{f.Sub(f.Div(x, f.Const<double>(0)), x)}; },
+            [&] { return f.Call("g", {f.Sub(x, f.Const<double>(1.5))}); });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  b.Identity(b.Call("f", {n})[0], "result");
+  Output x = b.Placeholder("x", DType::kFloat64);
+  b.Identity(b.Call("g", {x})[0], "fresult");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
+TEST(CompiledThreads, TypedCodeComputesAndFailsAsNodeByNode) {
+  const Graph graph = DivideAtTheBottom();
+  for (int64_t n : {-1, -2, -3, -7, 4, 0}) {
+    for (double x : {4.0, -1.0, 0.0}) {
+      SCOPED_TRACE(absl::StrCat("n=", n, " x=", x));
+      absl::StatusOr<std::vector<Tensor>> outs[2];
+      RunStats stats[2];
+      for (bool threads : {false, true}) {
+        SessionOptions options;
+        options.compile_threads = threads;
+        auto session = Session::Create(graph, options);
+        ASSERT_TRUE(session.ok()) << session.status();
+        outs[threads] = (*session)->Run({{"n", I(n)}, {"x", Tensor::Scalar<double>(x)}}, {"result", "fresult"}, {},
+                                        &stats[threads]);
+      }
+      ASSERT_EQ(outs[0].ok(), outs[1].ok()) << outs[0].status() << " vs " << outs[1].status();
+      if (!outs[0].ok()) {
+        EXPECT_EQ(outs[0].status(), outs[1].status());
+        EXPECT_GE(n, 0);  // only 100 / 0 fails (an integer division by zero)
+        EXPECT_NE(outs[1].status().message().find("(Div)"), std::string::npos) << outs[1].status();
+        continue;
+      }
+      EXPECT_EQ((*outs[0])[0].scalar<int64_t>(), (*outs[1])[0].scalar<int64_t>());
+      const double off = (*outs[0])[1].scalar<double>(), on = (*outs[1])[1].scalar<double>();
+      EXPECT_TRUE(off == on || (off != off && on != on)) << off << " vs " << on;
+      EXPECT_EQ(stats[0].firings_by_op, stats[1].firings_by_op);
+      EXPECT_GT(stats[1].compiled_units, 0);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, CompiledThreadsTest, ::testing::Values(1, 2, 8),

@@ -390,6 +390,243 @@ class ThreadBuilder {
   int num_regs_ = 1;
 };
 
+// The typed form of a thread's code (TypedInstr): false when some op or
+// dtype has none (the thread then runs untyped).
+class ThreadTyper {
+ public:
+  explicit ThreadTyper(CompiledThread* t) : t_(t) {}
+
+  bool Type() {
+    const int num_args = static_cast<int>(t_->site_calls.size());
+    const std::vector<ThreadInstr>& code = t_->code;
+    dtype_.assign(t_->num_regs, DType::kInvalid);
+    for (const ThreadInstr& in : code)
+      if (in.op == ThreadInstr::Op::kConst) dtype_[in.dst] = t_->consts[in.arg].dtype();
+    // An argument takes the dtype of what it meets in a binary op (the
+    // scalar path needs both the same) or what a branch or Not needs; one
+    // that meets nothing of a known dtype is taken as int64.
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto fix = [&](int16_t r, DType d) {
+        if (r >= 0 && r < num_args && dtype_[r] == DType::kInvalid && d != DType::kInvalid) {
+          dtype_[r] = d;
+          changed = true;
+        }
+      };
+      for (const ThreadInstr& in : code) {
+        if (in.op == ThreadInstr::Op::kBranch) fix(in.a, DType::kBool);
+        if (in.op != ThreadInstr::Op::kCompute) continue;
+        if (in.scalar_op == ScalarOp::kLogicalNot || in.scalar_op == ScalarOp::kLogicalAnd ||
+            in.scalar_op == ScalarOp::kLogicalOr) {
+          fix(in.a, DType::kBool);
+          fix(in.b, DType::kBool);
+        } else if (in.b >= 0) {
+          fix(in.a, dtype_[in.b]);
+          fix(in.b, dtype_[in.a]);
+        }
+        // What the op gives, for what it meets later.
+        const bool compares = in.scalar_op >= ScalarOp::kLess && in.scalar_op <= ScalarOp::kLogicalNot;
+        const DType d = compares ? DType::kBool : dtype_[in.a];
+        if (dtype_[in.dst] == DType::kInvalid && d != DType::kInvalid) {
+          dtype_[in.dst] = d;
+          changed = true;
+        }
+      }
+    }
+    for (int r = 0; r < num_args; ++r)
+      if (dtype_[r] == DType::kInvalid) dtype_[r] = DType::kInt64;
+    std::vector<TypedInstr> typed;
+    std::vector<int8_t> is_const(t_->num_regs, 0);
+    std::vector<int64_t> const_value(t_->num_regs, 0);
+    for (const ThreadInstr& in : code) {
+      TypedInstr out;
+      out.dst = static_cast<int8_t>(in.dst);
+      out.a = static_cast<int8_t>(in.a);
+      out.b = static_cast<int8_t>(in.b);
+      out.arg = in.arg;
+      switch (in.op) {
+        case ThreadInstr::Op::kFallback: out.op = TypedInstr::Op::kFallback; break;
+        case ThreadInstr::Op::kEnd: out.op = TypedInstr::Op::kEnd; break;
+        case ThreadInstr::Op::kBranch:
+          if (dtype_[in.a] != DType::kBool) return false;
+          out.op = TypedInstr::Op::kBranch;
+          break;
+        case ThreadInstr::Op::kConst: {
+          const Tensor& v = t_->consts[in.arg];
+          if (!Bits(v, &out.imm)) return false;
+          out.op = TypedInstr::Op::kConst;
+          is_const[in.dst] = 1;
+          const_value[in.dst] = out.imm;
+          break;
+        }
+        case ThreadInstr::Op::kCompute: {
+          DType result = DType::kInvalid;
+          if (!Compute(in, &out.op, &result)) return false;
+          dtype_[in.dst] = result;
+          if (in.b >= 0 && is_const[in.b] && dtype_[in.b] == DType::kInt64) {
+            const TypedInstr::Op k = WithImmediate(out.op);
+            if (k != out.op) {
+              out.op = k;
+              out.imm = const_value[in.b];
+              out.b = -1;
+            }
+          }
+          break;
+        }
+      }
+      typed.push_back(out);
+    }
+    for (DType d : dtype_)
+      if (d != DType::kInvalid && !Storable(d)) return false;
+    t_->typed = DropUnusedConsts(std::move(typed));
+    t_->arg_dtypes.assign(dtype_.begin(), dtype_.begin() + num_args);
+    t_->reg_dtypes = dtype_;
+    return true;
+  }
+
+ private:
+  static bool Storable(DType d) {
+    return d == DType::kInt64 || d == DType::kFloat64 || d == DType::kBool || d == DType::kInt32 ||
+           d == DType::kFloat32;
+  }
+  static bool Bits(const Tensor& v, int64_t* bits) {
+    if (!v.is_inline_scalar() || !Storable(v.dtype())) return false;
+    ThreadReg r;
+    r.i = 0;
+    switch (v.dtype()) {
+      case DType::kInt64: r.i = v.scalar<int64_t>(); break;
+      case DType::kFloat64: r.f = v.scalar<double>(); break;
+      case DType::kBool: r.b = v.scalar<bool>(); break;
+      case DType::kInt32: r.i32 = v.scalar<int32_t>(); break;
+      default: r.f32 = v.scalar<float>(); break;
+    }
+    *bits = r.i;
+    return true;
+  }
+
+  // The typed op of a kCompute on its operands' dtypes, as ComputeScalar
+  // computes it; false where ComputeScalar would return false or the op
+  // has no typed form.
+  bool Compute(const ThreadInstr& in, TypedInstr::Op* op, DType* result) const {
+    using O = TypedInstr::Op;
+    const DType a = dtype_[in.a];
+    if (in.scalar_op == ScalarOp::kIdentity) {
+      *op = O::kMove;
+      *result = a;
+      return Storable(a);
+    }
+    if (in.b < 0) {
+      *result = a;
+      if (in.scalar_op == ScalarOp::kNeg && a == DType::kInt64) return *op = O::kNegI, true;
+      if (in.scalar_op == ScalarOp::kNeg && a == DType::kFloat64) return *op = O::kNegF, true;
+      if (in.scalar_op == ScalarOp::kLogicalNot && a == DType::kBool) return *op = O::kNot, true;
+      return false;
+    }
+    if (dtype_[in.b] != a) return false;
+    *result = DType::kBool;
+    if (a == DType::kInt64) {
+      static constexpr std::pair<ScalarOp, O> kOps[] = {
+          {ScalarOp::kAdd, O::kAddI}, {ScalarOp::kSub, O::kSubI},         {ScalarOp::kMul, O::kMulI},
+          {ScalarOp::kDiv, O::kDivI}, {ScalarOp::kMod, O::kModI},         {ScalarOp::kMaximum, O::kMaxI},
+          {ScalarOp::kMinimum, O::kMinI}, {ScalarOp::kLess, O::kLtI},     {ScalarOp::kLessEqual, O::kLeI},
+          {ScalarOp::kGreater, O::kGtI}, {ScalarOp::kGreaterEqual, O::kGeI}, {ScalarOp::kEqual, O::kEqI},
+          {ScalarOp::kNotEqual, O::kNeI}};
+      for (const auto& [s, t] : kOps)
+        if (s == in.scalar_op) {
+          *op = t;
+          if (t <= O::kMinI) *result = DType::kInt64;
+          return true;
+        }
+      return false;
+    }
+    if (a == DType::kFloat64) {
+      // Maximum and Minimum of doubles stay with the kernel (NaN).
+      static constexpr std::pair<ScalarOp, O> kOps[] = {
+          {ScalarOp::kAdd, O::kAddF}, {ScalarOp::kSub, O::kSubF},          {ScalarOp::kMul, O::kMulF},
+          {ScalarOp::kDiv, O::kDivF}, {ScalarOp::kLess, O::kLtF},          {ScalarOp::kLessEqual, O::kLeF},
+          {ScalarOp::kGreater, O::kGtF}, {ScalarOp::kGreaterEqual, O::kGeF}, {ScalarOp::kEqual, O::kEqF},
+          {ScalarOp::kNotEqual, O::kNeF}};
+      for (const auto& [s, t] : kOps)
+        if (s == in.scalar_op) {
+          *op = t;
+          if (t <= O::kDivF) *result = DType::kFloat64;
+          return true;
+        }
+      return false;
+    }
+    if (a == DType::kBool) {
+      static constexpr std::pair<ScalarOp, O> kOps[] = {{ScalarOp::kLogicalAnd, O::kAnd},
+                                                         {ScalarOp::kLogicalOr, O::kOr},
+                                                         {ScalarOp::kEqual, O::kEqB},
+                                                         {ScalarOp::kNotEqual, O::kNeB}};
+      for (const auto& [s, t] : kOps)
+        if (s == in.scalar_op) return *op = t, true;
+    }
+    return false;
+  }
+
+  static TypedInstr::Op WithImmediate(TypedInstr::Op op) {
+    using O = TypedInstr::Op;
+    switch (op) {
+      case O::kAddI: return O::kAddIK;
+      case O::kSubI: return O::kSubIK;
+      case O::kMulI: return O::kMulIK;
+      case O::kLtI: return O::kLtIK;
+      case O::kLeI: return O::kLeIK;
+      case O::kGtI: return O::kGtIK;
+      case O::kGeI: return O::kGeIK;
+      case O::kEqI: return O::kEqIK;
+      case O::kNeI: return O::kNeIK;
+      default: return op;
+    }
+  }
+
+  // Constants that only immediates read are not loaded; branch offsets
+  // are remapped over the removed instructions.
+  std::vector<TypedInstr> DropUnusedConsts(std::vector<TypedInstr> code) const {
+    std::vector<int8_t> read(t_->num_regs, 0);
+    for (const TypedInstr& in : code) {
+      if (in.op == TypedInstr::Op::kConst) continue;
+      if (in.a >= 0) read[in.a] = 1;
+      if (in.b >= 0) read[in.b] = 1;
+    }
+    for (const ThreadPath& p : t_->paths)
+      for (int16_t r : p.out_regs) read[r] = 1;
+    std::vector<int32_t> new_index(code.size() + 1);
+    int32_t kept = 0;
+    for (size_t i = 0; i < code.size(); ++i) {
+      new_index[i] = kept;
+      if (code[i].op != TypedInstr::Op::kConst || read[code[i].dst]) ++kept;
+    }
+    new_index[code.size()] = kept;
+    std::vector<TypedInstr> out;
+    for (size_t i = 0; i < code.size(); ++i) {
+      TypedInstr in = code[i];
+      if (in.op == TypedInstr::Op::kConst && !read[in.dst]) continue;
+      if (in.op == TypedInstr::Op::kBranch) in.arg = new_index[i + in.arg] - new_index[i];
+      out.push_back(in);
+    }
+    return out;
+  }
+
+  CompiledThread* t_;
+  std::vector<DType> dtype_;
+};
+
+// What a path's end needs beyond its code: its firings per op and the
+// registers it reads.
+void FinishPaths(CompiledThread* t) {
+  for (ThreadPath& p : t->paths) {
+    std::vector<int16_t> regs;
+    if (p.reg >= 0) regs.push_back(p.reg);
+    for (const auto& [slot, reg] : p.writes) regs.push_back(reg);
+    for (const ThreadCall& site : p.sites) regs.insert(regs.end(), site.regs.begin(), site.regs.end());
+    std::sort(regs.begin(), regs.end());
+    regs.erase(std::unique(regs.begin(), regs.end()), regs.end());
+    p.out_regs = std::move(regs);
+  }
+}
+
 }  // namespace
 
 void CompileThreads(ExecutableGraph* exe) {
@@ -420,6 +657,8 @@ void CompileThreads(ExecutableGraph* exe) {
       CompiledThread thread;
       int32_t index = -1;
       if (ThreadBuilder(*exe, exe->blocks[key.first], &thread).Build(calls)) {
+        FinishPaths(&thread);
+        if (!ThreadTyper(&thread).Type()) thread.typed.clear();
         index = static_cast<int32_t>(exe->threads.size());
         exe->threads.push_back(std::move(thread));
       }
@@ -428,9 +667,23 @@ void CompileThreads(ExecutableGraph* exe) {
     for (int32_t c : calls) exe->info[c].thread = it->second;
   }
   // The sites a path calls, with their threads (every thread is built now).
+  exe->num_thread_paths = 0;
   for (CompiledThread& t : exe->threads)
-    for (ThreadPath& p : t.paths)
-      for (ThreadCall& site : p.sites) site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
+    for (ThreadPath& p : t.paths) {
+      p.id = exe->num_thread_paths++;
+      std::map<int32_t, int32_t> counts;
+      for (int32_t op : p.op_ids) ++counts[op];
+      p.num_fired = static_cast<int64_t>(p.op_ids.size());
+      for (ThreadCall& site : p.sites) {
+        site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
+        site.slots.clear();
+        for (int32_t c : site.calls) site.slots.push_back(exe->nodes[c].slot_base);
+        if (site.thread < 0) continue;
+        for (size_t i = 1; i < site.calls.size(); ++i) ++counts[exe->nodes[site.calls[i]].op_id];
+        p.num_fired += static_cast<int64_t>(site.calls.size()) - 1;
+      }
+      p.op_counts.assign(counts.begin(), counts.end());
+    }
 }
 
 }  // namespace runtime
