@@ -228,9 +228,10 @@ struct RunStats {
   /// oneTBB's max_allowed_parallelism.
   int num_workers = 0;
   /// SessionOptions::batching: kernel calls that fired several instances of
-  /// one node at once, and the instances they fired (each also counted in
-  /// firings, as if fired alone).
+  /// one node at once.
   int64_t batched_firings = 0;
+  /// The instances those batched kernel calls fired (each also counted in
+  /// firings, as if fired alone).
   int64_t batched_instances = 0;
   /// batch_size_histogram[i]: batched firings of 2^i to 2^(i+1) - 1
   /// instances (index 0 stays 0: a batch has at least 2).
