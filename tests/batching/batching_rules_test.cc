@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "kernels/kernel_test_util.h"
 #include "tdf/kernel.h"
 
 namespace tdf {
@@ -21,14 +22,7 @@ namespace runtime {
 namespace batching {
 namespace {
 
-NodeDef MakeNode(const std::string& op, int inputs, AttrMap attrs = {}) {
-  NodeDef n;
-  n.name = absl::StrCat("batched_", op);
-  n.op = op;
-  for (int i = 0; i < inputs; ++i) n.input.push_back(absl::StrCat("in", i));
-  n.attr = std::move(attrs);
-  return n;
-}
+using kernel_test::MakeNode;
 
 Tensor Random(std::mt19937_64& rng, DType dtype, const Shape& shape, double lo = -1, double hi = 1) {
   Tensor t = *Tensor::Zeros(dtype, shape);
