@@ -46,25 +46,23 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
   }
 
   absl::StatusOr<int> Poll(absl::FunctionRef<void(runtime::RemoteArrival&)> handler) override {
-    int source = -1;
-    absl::Status failure;
-    absl::StatusOr<bool> failed = transport_->PollFailure(&source, &failure);
-    if (!failed.ok()) return failed.status();
-    if (*failed) {
-      std::lock_guard<std::mutex> lock(mu_);
-      peer_failures_.emplace_back(source, failure);
-      return failure;
-    }
-    return transport_->Poll([&](ReceivedToken&& r) {
-      runtime::RemoteArrival a;
-      a.source_rank = r.source_rank;
-      a.key = r.token.key;
-      a.tag = absl::MakeConstSpan(r.token.tag);
-      a.dead = r.token.dead;
-      a.control = r.token.control;
-      a.value = std::move(r.token.value);
-      handler(a);
-    });
+    std::pair<int, absl::Status> failure{-1, absl::OkStatus()};
+    absl::StatusOr<int> got = transport_->PollTokensAndFailure(
+        [&](ReceivedToken&& r) {
+          runtime::RemoteArrival a;
+          a.source_rank = r.source_rank;
+          a.key = r.token.key;
+          a.tag = absl::MakeConstSpan(r.token.tag);
+          a.dead = r.token.dead;
+          a.control = r.token.control;
+          a.value = std::move(r.token.value);
+          handler(a);
+        },
+        &failure);
+    if (!got.ok() || failure.second.ok()) return got;
+    std::lock_guard<std::mutex> lock(mu_);
+    peer_failures_.push_back(failure);
+    return failure.second;
   }
 
   // The failures of other ranks that this run received, and clears them.

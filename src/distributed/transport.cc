@@ -228,11 +228,17 @@ absl::StatusOr<bool> MpiTransport::ReceiveOne(ReceivedToken* out, int source_fil
   int rc = MPI_Improbe(source_filter, kTokenTag, comm_, &flag, &message, &status);
   if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe");
   if (!flag) return false;
+  absl::Status received = ReceiveMatchedToken(&message, status, out);
+  if (!received.ok()) return received;
+  return true;
+}
+
+absl::Status MpiTransport::ReceiveMatchedToken(MPI_Message* message, const MPI_Status& status, ReceivedToken* out) {
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   thread_local std::vector<char> buffer;
   buffer.resize(static_cast<size_t>(count));
-  rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  const int rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, message, MPI_STATUS_IGNORE);
   const int source = status.MPI_SOURCE;
   if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Mrecv from rank ", source));
   received_from_[source].fetch_add(1, std::memory_order_relaxed);
@@ -243,7 +249,7 @@ absl::StatusOr<bool> MpiTransport::ReceiveOne(ReceivedToken* out, int source_fil
                                             " bytes): ", token.status().message()));
   out->source_rank = source;
   out->token = *std::move(token);
-  return true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> MpiTransport::Poll(Handler handler, int max_tokens) {
@@ -263,6 +269,36 @@ absl::StatusOr<int> MpiTransport::Poll(Handler handler, int max_tokens) {
     ++n;
   }
   return n;
+}
+
+absl::StatusOr<int> MpiTransport::PollTokensAndFailure(Handler handler, std::pair<int, absl::Status>* failure) {
+  if (closed_.load(std::memory_order_acquire))
+    return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": poll after the transport was closed"));
+  if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
+    absl::Status reaped = ReapSends(/*wait=*/false);
+    if (!reaped.ok()) return reaped;
+  }
+  // Only tokens and failures use the transport's communicator for
+  // point-to-point messages (collectives have their own context).
+  int n = 0;
+  for (;;) {
+    int flag = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    const int rc = MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, &message, &status);
+    if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe");
+    if (!flag) return n;
+    if (status.MPI_TAG == kFailureTag) {
+      absl::Status received = ReceiveMatchedFailure(&message, status, &failure->first, &failure->second);
+      if (!received.ok()) return received;
+      return n;
+    }
+    ReceivedToken token;
+    absl::Status received = ReceiveMatchedToken(&message, status, &token);
+    if (!received.ok()) return received;
+    handler(std::move(token));
+    ++n;
+  }
 }
 
 absl::StatusOr<ReceivedToken> MpiTransport::Receive(absl::Time deadline) {
@@ -396,10 +432,17 @@ absl::StatusOr<bool> MpiTransport::ReceiveFailure(int source_filter, int* source
   int rc = MPI_Improbe(source_filter, kFailureTag, comm_, &flag, &message, &status);
   if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Improbe of failures");
   if (!flag) return false;
+  absl::Status received = ReceiveMatchedFailure(&message, status, source_rank, failure);
+  if (!received.ok()) return received;
+  return true;
+}
+
+absl::Status MpiTransport::ReceiveMatchedFailure(MPI_Message* message, const MPI_Status& status, int* source_rank,
+                                                 absl::Status* failure) {
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   std::vector<char> buffer(static_cast<size_t>(std::max(count, 0)));
-  rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+  const int rc = MPI_Mrecv(buffer.data(), count, MPI_BYTE, message, MPI_STATUS_IGNORE);
   const int source = status.MPI_SOURCE;
   if (rc != MPI_SUCCESS) return MpiError(rc, absl::StrCat("MPI_Mrecv of a failure from rank ", source));
   failures_received_from_[source].fetch_add(1, std::memory_order_relaxed);
@@ -411,7 +454,7 @@ absl::StatusOr<bool> MpiTransport::ReceiveFailure(int source_filter, int* source
   if (text.empty()) text = absl::StrCat("rank ", source, " failed");
   *source_rank = source;
   *failure = absl::Status(static_cast<absl::StatusCode>(code), text);
-  return true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> MpiTransport::PollFailure(int* source_rank, absl::Status* failure) {

@@ -96,6 +96,13 @@ class MpiTransport {
   // finished sends. Never blocks on a peer.
   absl::StatusOr<int> Poll(Handler handler, int max_tokens = 1 << 30);
 
+  // Poll and PollFailure with one matched probe per message, whatever its
+  // kind (a run's waiting thread polls this in a loop: a second probe per
+  // poll would double the time a token waits to be seen). Hands tokens to
+  // `handler` until a failure comes: then `failure` gets its source and
+  // status, and the tokens after it stay for the next poll.
+  absl::StatusOr<int> PollTokensAndFailure(Handler handler, std::pair<int, absl::Status>* failure);
+
   // Waits for one token; DeadlineExceeded (naming this rank) if none has
   // arrived by `deadline`.
   absl::StatusOr<ReceivedToken> Receive(absl::Time deadline);
@@ -143,6 +150,10 @@ class MpiTransport {
   // One matched probe and receive; false if nothing was waiting.
   absl::StatusOr<bool> ReceiveOne(ReceivedToken* out, int source = MPI_ANY_SOURCE);
   absl::StatusOr<bool> ReceiveFailure(int source, int* source_rank, absl::Status* failure);
+  // The receives of a message MPI_Improbe matched, by its kind.
+  absl::Status ReceiveMatchedToken(MPI_Message* message, const MPI_Status& status, ReceivedToken* out);
+  absl::Status ReceiveMatchedFailure(MPI_Message* message, const MPI_Status& status, int* source_rank,
+                                     absl::Status* failure);
 
   MPI_Comm comm_;
   const int rank_;

@@ -361,6 +361,47 @@ TEST(Transport, EndRunReceivesTheRunsTokensAndFailures) {
   CloseOrFail(*t);
 }
 
+// One probe per message: tokens up to a failure, the failure, then the
+// tokens sent after it at the next poll.
+TEST(Transport, PollTokensAndFailureStopsAtAFailure) {
+  std::unique_ptr<MpiTransport> t = CreateOrDie();
+  ASSERT_NE(t, nullptr);
+  if (t->rank() == 0) {
+    for (int p = 1; p < t->size(); ++p) {
+      for (int i = 0; i < 3; ++i) ASSERT_TRUE(t->Send(p, Data(i, {}, Tensor::Scalar<int64_t>(i))).ok());
+      ASSERT_TRUE(t->SendFailure(p, absl::AbortedError("rank 0: stop")).ok());
+      for (int i = 3; i < 5; ++i) ASSERT_TRUE(t->Send(p, Data(i, {}, Tensor::Scalar<int64_t>(i))).ok());
+    }
+  } else {
+    std::vector<int64_t> keys;
+    std::pair<int, absl::Status> failure{-1, absl::OkStatus()};
+    const absl::Time deadline = Deadline();
+    while (failure.second.ok() && absl::Now() < deadline) {
+      absl::StatusOr<int> got =
+          t->PollTokensAndFailure([&](ReceivedToken&& r) { keys.push_back(r.token.key); }, &failure);
+      ASSERT_TRUE(got.ok()) << got.status();
+    }
+    EXPECT_EQ(keys, (std::vector<int64_t>{0, 1, 2}));
+    EXPECT_EQ(failure.first, 0);
+    EXPECT_EQ(failure.second, absl::AbortedError("rank 0: stop"));
+    failure = {-1, absl::OkStatus()};
+    while (keys.size() < 5 && absl::Now() < deadline) {
+      absl::StatusOr<int> got =
+          t->PollTokensAndFailure([&](ReceivedToken&& r) { keys.push_back(r.token.key); }, &failure);
+      ASSERT_TRUE(got.ok()) << got.status();
+    }
+    EXPECT_EQ(keys, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+    EXPECT_TRUE(failure.second.ok()) << failure.second;
+  }
+  // Nothing was left over: EndRun receives no token and no failure.
+  int late = 0;
+  std::vector<std::pair<int, absl::Status>> failures;
+  ASSERT_TRUE(t->EndRun([&](ReceivedToken&&) { ++late; }, &failures, Deadline()).ok());
+  EXPECT_EQ(late, 0);
+  EXPECT_TRUE(failures.empty());
+  CloseOrFail(*t);
+}
+
 TEST(Transport, ErrorsNameTheRank) {
   std::unique_ptr<MpiTransport> t = CreateOrDie();
   ASSERT_NE(t, nullptr);
