@@ -2,11 +2,18 @@
 //
 //   mpirun -np 2 bench/tdf_distributed_bench            # every case
 //   mpirun -np 4 --oversubscribe bench/tdf_distributed_bench --fib=32 --tak
+//   mpirun -np 2 bench/tdf_distributed_bench --no-call ...  # or --latency-only
 //
 // - "remote call": a loop of N iterations, each calling id(x) = x + 1
 //   placed wholly on the last rank (Call -> body on another rank ->
 //   Return), against the same graph run by a one-process Session on rank 0;
 //   µs per call is the difference per iteration (needs 2 ranks or more).
+//   The loop's counter runs ahead of the calls, so many calls are in
+//   flight at once: this is the cost of a call in a pipeline.
+// - "remote call latency": x = id(x) while x < N: each call waits for the
+//   last one's result and the loop's predicate waits for it too, so every
+//   iteration is one whole round trip (the predicate and the argument
+//   going out, the result coming back) with nothing else in flight.
 // - "spread": fib(n) and tak(24,16,8) with DistributedOptions::spread
 //   (hash of the tag, or --round-robin, to --depth levels; tak to at most
 //   3), one worker per rank; each
@@ -62,6 +69,26 @@ Graph CallLoop(int rank) {
                      },
                      {b.Const<int64_t>(0), b.Const<int64_t>(0)});
   b.Identity(out[1], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  if (!g.ok()) {
+    std::fprintf(stderr, "%s\n", g.status().ToString().c_str());
+    std::exit(1);
+  }
+  FunctionDef* f = g->library.FindMutable("id");
+  for (NodeDef& node : f->node) node.device = "rank:" + std::to_string(rank);
+  return *g;
+}
+
+// x = 0; while (x < n) x = id(x), with id placed on `rank`: one call in
+// flight at a time.
+Graph ChainedCallLoop(int rank) {
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"id", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Outs out = b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                     [&](const Outs& v) { return Outs{b.Call("id", {v[0]})[0]}; }, {b.Const<int64_t>(0)});
+  b.Identity(out[0], "result");
   absl::StatusOr<Graph> g = b.Build();
   if (!g.ok()) {
     std::fprintf(stderr, "%s\n", g.status().ToString().c_str());
@@ -128,13 +155,16 @@ std::unique_ptr<DistributedSession> CreateOrDie(const Graph& g, const Distribute
   return *std::move(s);
 }
 
-void RemoteCall(int rank, int size, int64_t calls, int reps) {
+// Both remote call cases: the graph run across ranks (the call on the last
+// rank), then by a one-process Session on rank 0; µs per call is the
+// difference per iteration.
+void RemoteCall(int rank, int size, int64_t calls, int reps, bool chained) {
   if (size < 2) return;
   DistributedOptions options;
   options.session.num_workers = 1;
   options.gather_fetches = true;
-  const Graph g = CallLoop(size - 1);
-  const int64_t expected = calls * (calls + 1) / 2;
+  const Graph g = chained ? ChainedCallLoop(size - 1) : CallLoop(size - 1);
+  const int64_t expected = chained ? calls : calls * (calls + 1) / 2;
   std::unique_ptr<DistributedSession> s = CreateOrDie(g, options);
   const double remote = TimeRuns(*s, {{"n", Tensor::Scalar<int64_t>(calls)}}, expected, reps).wall;
   (void)s->Close();
@@ -148,10 +178,10 @@ void RemoteCall(int rank, int size, int64_t calls, int reps) {
     (void)local->Run({{"n", Tensor::Scalar<int64_t>(calls)}}, {"result"});
     best = std::min(best, Now() - t0);
   }
-  std::printf("remote call  %d ranks  %lld calls: %.2f us/iteration across ranks, %.2f us one process, "
+  std::printf("remote call%s  %d ranks  %lld calls: %.2f us/iteration across ranks, %.2f us one process, "
               "%.2f us/call round trip  (load %.1f)\n",
-              size, static_cast<long long>(calls), remote / calls * 1e6, best / calls * 1e6,
-              (remote - best) / calls * 1e6, LoadAverage());
+              chained ? " latency" : "", size, static_cast<long long>(calls), remote / calls * 1e6,
+              best / calls * 1e6, (remote - best) / calls * 1e6, LoadAverage());
 }
 
 void Spread(int rank, int size, const char* label, const Graph& g, const std::string& fn, const Feeds& feeds,
@@ -186,7 +216,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<int64_t> fibs = {25, 28};
-  bool tak = false, call = true, round_robin = false;
+  bool tak = false, call = true, pipelined = true, round_robin = false;
   int depth = 6, reps = 3;
   int64_t calls = 20000;
   for (int i = 1; i < argc; ++i) {
@@ -203,6 +233,8 @@ int main(int argc, char** argv) {
       round_robin = true;
     } else if (a == "--no-call") {
       call = false;
+    } else if (a == "--latency-only") {
+      pipelined = false;
     } else if (a.rfind("--depth=", 0) == 0) {
       depth = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--reps=", 0) == 0) {
@@ -215,7 +247,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (call) tdf::RemoteCall(rank, size, calls, reps);
+  if (call) {
+    if (pipelined) tdf::RemoteCall(rank, size, calls, reps, /*chained=*/false);
+    tdf::RemoteCall(rank, size, calls, reps, /*chained=*/true);
+  }
   for (int64_t n : fibs)
     tdf::Spread(rank, size, ("fib(" + std::to_string(n) + ")").c_str(), tdf::reference::Fib(), "fib",
                 {{"n", tdf::Tensor::Scalar<int64_t>(n)}}, tdf::reference::NativeFib(n), depth, round_robin, reps);
