@@ -233,6 +233,10 @@ struct RunStats {
   /// The instances those batched kernel calls fired (each also counted in
   /// firings, as if fired alone).
   int64_t batched_instances = 0;
+  /// Stacked inputs of batched firings that were the rows of one earlier
+  /// batched output, taken as they lay instead of copied (a chain of batched
+  /// ops over the same instances).
+  int64_t batched_inputs_without_copy = 0;
   /// batch_size_histogram[i]: batched firings of 2^i to 2^(i+1) - 1
   /// instances (index 0 stays 0: a batch has at least 2).
   std::vector<int64_t> batch_size_histogram;

@@ -172,10 +172,17 @@ class Buffer {
   static Buffer* Allocate(size_t bytes, Device device);  ///< CPU: 64-byte aligned
   /// Takes ownership of `data`; `deleter` frees it.
   static Buffer* Wrap(void* data, size_t bytes, Device device, Deleter deleter);
+  /// `bytes` of `parent`'s storage from `offset` on, without a copy: the
+  /// view holds a reference to the parent (to the parent's own parent when
+  /// that is a view too, so views never nest). Batching hands the rows of one
+  /// batched kernel output to its instances this way.
+  static Buffer* View(Buffer* parent, size_t offset, size_t bytes);
 
   void* data() const { return data_; }        ///< the storage (a device pointer on a GPU)
   size_t bytes() const { return bytes_; }     ///< its size
   Device device() const { return device_; }   ///< where it lives
+  /// The buffer a View shares storage with; null for one that owns its own.
+  Buffer* parent() const { return parent_; }
   /// Adds a reference.
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   /// Drops a reference; the last one frees the buffer.
@@ -197,6 +204,7 @@ class Buffer {
   size_t bytes_;
   Device device_;
   Deleter deleter_;
+  Buffer* parent_ = nullptr;  ///< a View's owned reference; its deleter_ is null
 };
 
 namespace runtime {

@@ -150,9 +150,21 @@ Buffer* Buffer::Wrap(void* data, size_t bytes, Device device, Deleter deleter) {
   return new Buffer(data, bytes, device, deleter);
 }
 
+Buffer* Buffer::View(Buffer* parent, size_t offset, size_t bytes) {
+  if (parent->parent_ != nullptr) {
+    offset += static_cast<size_t>(static_cast<char*>(parent->data_) - static_cast<char*>(parent->parent_->data_));
+    parent = parent->parent_;
+  }
+  Buffer* view = new Buffer(static_cast<char*>(parent->data_) + offset, bytes, parent->device_, nullptr);
+  parent->Ref();
+  view->parent_ = parent;
+  return view;
+}
+
 void Buffer::Unref() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     if (deleter_ != nullptr) deleter_(data_, bytes_, device_);
+    if (parent_ != nullptr) parent_->Unref();
     delete this;
   }
 }

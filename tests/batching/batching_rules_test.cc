@@ -271,6 +271,69 @@ INSTANTIATE_TEST_SUITE_P(Float, BatchingRulesTest, ::testing::Values(DType::kFlo
                            return std::string(DTypeName(info.param));
                          });
 
+// A unary kernel that records what it was given (its input's storage and
+// whether it could have overwritten it in place) and returns -x.
+class RecordingNeg final : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    seen_data = x.raw_data();
+    seen_unshared = x.RefCountIsOne();
+    Tensor out = *Tensor::Empty(x.dtype(), x.shape());
+    for (int64_t i = 0; i < x.num_elements(); ++i) out.mutable_data<double>()[i] = -x.data<double>()[i];
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+  const void* seen_data = nullptr;
+  bool seen_unshared = true;
+};
+
+// A batched firing's outputs are rows of one buffer; the next batched
+// firing of the same instances, in the same order, takes that buffer as its
+// stacked input without a copy (and its kernel may not overwrite it: the
+// instances still hold their rows). Out of order, the rows are copied.
+TEST(BatchingRules, SplitOutputsAreViewsTheNextBatchTakesWithoutACopy) {
+  const int n = 5;
+  std::mt19937_64 rng(17);
+  std::vector<Tensor> xs;
+  std::vector<const Tensor*> flat;
+  for (int k = 0; k < n; ++k) xs.push_back(Random(rng, DType::kFloat64, Shape({1, 6})));
+  for (const Tensor& x : xs) flat.push_back(&x);
+  const NodeDef tanh = MakeNode("Tanh", 1);
+  const BatchRule rule = *RuleFor(tanh);
+  std::unique_ptr<OpKernel> kernel = *KernelRegistry::Global()->Create(tanh, Device::Type::kCpu);
+  std::vector<Tensor> h;
+  ASSERT_TRUE(RunBatched(rule, *kernel, BatchInputs{n, 1, flat}, 1, {}, &h).ok());
+  ASSERT_EQ(h.size(), static_cast<size_t>(n));
+  const size_t bytes = h[0].bytes();
+  for (int k = 0; k < n; ++k) {
+    EXPECT_EQ(h[k].raw_data(), static_cast<const char*>(h[0].raw_data()) + k * bytes) << k;
+    EXPECT_EQ(h[k].shape(), Shape({1, 6}));
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(h[k].data<double>()[i], std::tanh(xs[k].data<double>()[i]));
+  }
+  auto run_neg = [&](const std::vector<int>& order, RecordingNeg& neg) {
+    std::vector<const Tensor*> in;
+    for (int k : order) in.push_back(&h[k]);
+    std::vector<Tensor> out;
+    EXPECT_TRUE(RunBatched(rule, neg, BatchInputs{static_cast<int>(order.size()), 1, in}, 1, {}, &out).ok());
+    for (size_t j = 0; j < order.size(); ++j)
+      for (int i = 0; i < 6; ++i) EXPECT_EQ(out[j].data<double>()[i], -h[order[j]].data<double>()[i]);
+  };
+  RecordingNeg all;
+  run_neg({0, 1, 2, 3, 4}, all);
+  EXPECT_EQ(all.seen_data, h[0].raw_data());  // the whole output, not a copy
+  EXPECT_FALSE(all.seen_unshared);
+  RecordingNeg middle;
+  run_neg({1, 2, 3}, middle);
+  EXPECT_EQ(middle.seen_data, h[1].raw_data());  // consecutive rows: still no copy
+  EXPECT_FALSE(middle.seen_unshared);
+  RecordingNeg shuffled;
+  run_neg({1, 0, 2}, shuffled);
+  EXPECT_NE(shuffled.seen_data, h[1].raw_data());  // copied into a stack of its own
+  EXPECT_NE(shuffled.seen_data, h[0].raw_data());
+  EXPECT_TRUE(shuffled.seen_unshared);
+}
+
 TEST(BatchingRules, OpsWithoutARuleNeverBatch) {
   for (const char* op : {"OuterRowsConcat", "OuterRowsSum", "IndexedRowsConcat", "IndexedRowsSum", "SumToShapeOf",
                          "Reshape", "Assign", "Less", "Switch", "Merge"}) {

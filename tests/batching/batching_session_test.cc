@@ -202,6 +202,43 @@ TEST(BatchingSession, DeadInstancesNeverBatch) {
   }
 }
 
+// f(x, W, b) = tanh(x W + b) per call: the Add takes the MatMul's batched
+// output and the Tanh the Add's as they lie (RunStats counts the inputs
+// taken without a copy), whatever order the instances became ready in.
+TEST(BatchingSession, ChainedBatchedOpsTakeTheirInputsWithoutACopy) {
+  constexpr int kCalls = 8;
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f", {{"x", DType::kFloat64}, {"W", DType::kFloat64}, {"b", DType::kFloat64}}, {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        return {f.Tanh(f.Add(f.MatMul(a[0], a[1]), a[2]))};
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output W = b.Placeholder("W", DType::kFloat64);
+  Output bias = b.Placeholder("b", DType::kFloat64);
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"W", Matrix(3, 4, -0.1)}, {"b", Matrix(1, 4, 0.3)}};
+  std::vector<std::string> fetches;
+  for (int k = 0; k < kCalls; ++k) {
+    b.Identity(b.Call("f", {b.Placeholder(absl::StrCat("x", k), DType::kFloat64), W, bias})[0], absl::StrCat("y", k));
+    feeds.emplace_back(absl::StrCat("x", k), Matrix(1, 3, 0.1 * k));
+    fetches.push_back(absl::StrCat("y", k));
+  }
+  const Graph g = *b.Build();
+  absl::StatusOr<std::unique_ptr<Session>> batched = Session::Create(g, Batching());
+  absl::StatusOr<std::unique_ptr<Session>> plain = Session::Create(g, SessionOptions());
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  RunStats stats;
+  absl::StatusOr<std::vector<Tensor>> out = (*batched)->Run(feeds, fetches, {}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(stats.batched_firings, 3);
+  EXPECT_EQ(stats.batched_instances, 3 * kCalls);
+  EXPECT_EQ(stats.batched_inputs_without_copy, 2);  // the Add's x W, the Tanh's sum; not the fed x
+  absl::StatusOr<std::vector<Tensor>> want = (*plain)->Run(feeds, fetches, {});
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int k = 0; k < kCalls; ++k) EXPECT_TRUE((*out)[k].Equals((*want)[k])) << k;
+}
+
 TEST(BatchingSession, SingleTagFiresAloneWithoutWaiting) {
   // One call: every deferred instance fires as soon as the worker has
   // nothing else, alone (no batch), even with deferral bounds that would

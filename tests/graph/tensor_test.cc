@@ -43,6 +43,28 @@ TEST(TensorRefCount, WrappedBufferHeldElsewhere) {
   EXPECT_TRUE(t.RefCountIsOne());
 }
 
+// Buffer::View: rows of one buffer as tensors of their own, without a copy;
+// the parent lives while any view does, and a view of a view is a view of
+// the parent.
+TEST(BufferView, SharesTheParentsStorageAndKeepsItAlive) {
+  Tensor whole = *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape({3, 2}));
+  Buffer* parent = whole.buffer();
+  Buffer* row1 = Buffer::View(parent, 2 * sizeof(float), 2 * sizeof(float));
+  Tensor t1 = Tensor::FromBuffer(DType::kFloat32, Shape({1, 2}), row1);
+  row1->Unref();
+  EXPECT_EQ(row1->parent(), parent);
+  EXPECT_EQ(t1.raw_data(), static_cast<const char*>(whole.raw_data()) + 2 * sizeof(float));
+  EXPECT_FALSE(whole.RefCountIsOne());  // the view holds the parent
+  EXPECT_TRUE(t1.RefCountIsOne());      // its own rows: nobody else sees them
+  Buffer* nested = Buffer::View(row1, sizeof(float), sizeof(float));
+  EXPECT_EQ(nested->parent(), parent);  // not row1: views never nest
+  Tensor t2 = Tensor::FromBuffer(DType::kFloat32, Shape({1}), nested);
+  nested->Unref();
+  whole = Tensor();  // the views keep the storage
+  t1 = Tensor();
+  EXPECT_EQ(t2.data<float>()[0], 4.0f);
+}
+
 // CPU buffers come from a caching allocator (tbbmalloc): live tensors
 // never share memory, whatever the order of allocation and free, and blocks
 // freed on another thread are reusable.

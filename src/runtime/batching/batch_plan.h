@@ -28,6 +28,7 @@ struct BatchStats {
   int64_t firings = 0;
   int64_t instances = 0;
   int64_t deferred_ns = 0;
+  int64_t inputs_without_copy = 0;
   std::vector<int64_t> histogram;  // [i]: batches of 2^i .. 2^(i+1) - 1 instances
 
   void Count(int64_t batch) {
@@ -42,6 +43,7 @@ struct BatchStats {
     total.firings += firings;
     total.instances += instances;
     total.deferred_ns += deferred_ns;
+    total.inputs_without_copy += inputs_without_copy;
     if (total.histogram.size() < histogram.size()) total.histogram.resize(histogram.size(), 0);
     for (size_t i = 0; i < histogram.size(); ++i) total.histogram[i] += histogram[i];
     *this = BatchStats();

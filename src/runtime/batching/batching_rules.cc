@@ -29,8 +29,40 @@ const absl::flat_hash_set<std::string>& BinaryOps() {
 
 int64_t NormalizedAxis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
+// The parts of input `input` as one tensor without a copy, when they are
+// consecutive pieces of one buffer in instance order: the split outputs of
+// an earlier batched firing (a chain Concat -> MatMul -> Add -> Tanh), whose
+// bucket ordered its instances by where their inputs lie (FireBatched).
+// Else an invalid tensor. `keep` holds a second reference to a tensor over
+// part of a buffer: a tensor referenced once may be overwritten in place by
+// its kernel, and these bytes are the instances' own inputs.
+Tensor StackWithoutCopy(const BatchInputs& b, int input, const Shape& shape, std::vector<Tensor>* keep) {
+  const Tensor& first = *b.inputs[input];
+  const Buffer* view = first.buffer();
+  if (view == nullptr || view->parent() == nullptr || !view->device().is_cpu()) return Tensor();
+  Buffer* parent = view->parent();
+  const size_t bytes = first.bytes();
+  const char* base = static_cast<const char*>(first.raw_data());
+  for (int k = 1; k < b.n; ++k) {
+    const Tensor& part = *b.inputs[k * b.num_inputs + input];
+    if (part.buffer() == nullptr || part.buffer()->parent() != parent || part.raw_data() != base + k * bytes)
+      return Tensor();
+  }
+  const size_t offset = static_cast<size_t>(base - static_cast<const char*>(parent->data()));
+  const size_t total = bytes * static_cast<size_t>(b.n);
+  // The whole parent: the parts' views hold it too, so it is never
+  // referenced once here.
+  if (offset == 0 && total == parent->bytes()) return Tensor::FromBuffer(first.dtype(), shape, parent);
+  Buffer* range = Buffer::View(parent, offset, total);
+  Tensor t = Tensor::FromBuffer(first.dtype(), shape, range);
+  range->Unref();
+  keep->push_back(t);
+  return t;
+}
+
 // A tensor of `n` parts laid end to end: [n, shape...] or [n * d0, rest...].
-absl::StatusOr<Tensor> Stack(const BatchInputs& b, int input, Stacking stacking) {
+absl::StatusOr<Tensor> Stack(const BatchInputs& b, int input, Stacking stacking, std::vector<Tensor>* keep,
+                             bool* copied) {
   const Tensor& first = *b.inputs[input];
   Shape shape;
   if (stacking == Stacking::kNewAxis) {
@@ -40,6 +72,9 @@ absl::StatusOr<Tensor> Stack(const BatchInputs& b, int input, Stacking stacking)
     shape = first.shape();
     shape.set_dim(0, first.shape().dim(0) * b.n);
   }
+  Tensor shared = StackWithoutCopy(b, input, shape, keep);
+  *copied = !shared.valid();
+  if (shared.valid()) return shared;
   TDF_ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(first.dtype(), shape));
   const size_t bytes = first.bytes();
   if (bytes == 0) return out;
@@ -150,7 +185,8 @@ bool Accepts(const BatchRule& rule, absl::Span<const Tensor* const> inputs) {
 }
 
 absl::Status RunBatched(const BatchRule& rule, OpKernel& kernel, const BatchInputs& b, int num_outputs,
-                        const std::function<void(KernelContext&)>& ctx_setup, std::vector<Tensor>* outputs) {
+                        const std::function<void(KernelContext&)>& ctx_setup, std::vector<Tensor>* outputs,
+                        int64_t* inputs_without_copy) {
   // Which inputs go to the kernel once, and the ranks stacking needs.
   std::vector<uint8_t> shared(b.num_inputs, 0);
   int result_rank = 0;
@@ -175,13 +211,16 @@ absl::Status RunBatched(const BatchRule& rule, OpKernel& kernel, const BatchInpu
     }
   }
   std::vector<Tensor> stacked(b.num_inputs);
+  std::vector<Tensor> keep;
   std::vector<const Tensor*> in(b.num_inputs);
   for (int i = 0; i < b.num_inputs; ++i) {
     if (shared[i]) {
       in[i] = b.inputs[i];
       continue;
     }
-    TDF_ASSIGN_OR_RETURN(stacked[i], Stack(b, i, rule.stacking));
+    bool copied = true;
+    TDF_ASSIGN_OR_RETURN(stacked[i], Stack(b, i, rule.stacking, &keep, &copied));
+    if (!copied && inputs_without_copy != nullptr) ++*inputs_without_copy;
     in[i] = &stacked[i];
   }
   std::vector<Tensor> out(std::max(num_outputs, 1));
@@ -209,11 +248,21 @@ absl::Status RunBatched(const BatchRule& rule, OpKernel& kernel, const BatchInpu
       piece = o.shape();
       piece.set_dim(0, o.shape().dim(0) / b.n);
     }
+    // Instance k's part is a view of rows of the output, not a copy: the
+    // next batched firing of these instances takes the output back whole
+    // (StackWithoutCopy).
     const size_t bytes = o.bytes() / b.n;
-    const char* src = static_cast<const char*>(o.raw_data());
+    Buffer* whole = o.buffer();
     for (int k = 0; k < b.n; ++k) {
-      TDF_ASSIGN_OR_RETURN(Tensor part, Tensor::Empty(o.dtype(), piece));
-      if (bytes > 0) std::memcpy(part.raw_mutable_data(), src + k * bytes, bytes);
+      if (piece.is_scalar()) {  // CPU scalars live inline in their tensor
+        TDF_ASSIGN_OR_RETURN(Tensor part, Tensor::Empty(o.dtype(), piece));
+        std::memcpy(part.raw_mutable_data(), static_cast<const char*>(o.raw_data()) + k * bytes, bytes);
+        (*outputs)[static_cast<size_t>(k) * num_outputs + j] = std::move(part);
+        continue;
+      }
+      Buffer* view = Buffer::View(whole, k * bytes, bytes);
+      Tensor part = Tensor::FromBuffer(o.dtype(), piece, view);
+      view->Unref();
       (*outputs)[static_cast<size_t>(k) * num_outputs + j] = std::move(part);
     }
   }

@@ -41,9 +41,11 @@
 // over rows), Reshape (a view already), and everything with state or
 // control flow.
 //
-// Tensor has no views (a tensor is a whole buffer), so stacking copies the
-// instances' inputs into one buffer and splitting copies each instance's
-// part out: rows of a [1, 150] hidden state, far below the kernel's cost.
+// Splitting copies nothing: instance k's part of an output is a view of its
+// rows (Buffer::View). Stacking copies the instances' inputs into one buffer
+// unless they are consecutive rows of one buffer already (the parts of an
+// earlier batched output, in order: the executor orders a bucket's
+// instances by where their input lies), which the kernel then takes as is.
 //
 // Thread safety: rules are immutable; RunBatched may run concurrently.
 #ifndef TDF_SRC_RUNTIME_BATCHING_BATCHING_RULES_H_
@@ -110,8 +112,13 @@ struct BatchInputs {
 // kernel context (site, session state). FAILED_PRECONDITION: this batch
 // cannot run as one (ranks or output shapes do not allow it; fire the
 // instances one by one); other errors are the kernel's.
+// Instance k's outputs are views of rows of the kernel's output (Buffer::
+// View), and a stacked input whose parts are consecutive rows of one buffer
+// in instance order is that buffer, not a copy; `inputs_without_copy` (may
+// be null) counts those.
 absl::Status RunBatched(const BatchRule& rule, OpKernel& kernel, const BatchInputs& batch, int num_outputs,
-                        const std::function<void(KernelContext&)>& ctx_setup, std::vector<Tensor>* outputs);
+                        const std::function<void(KernelContext&)>& ctx_setup, std::vector<Tensor>* outputs,
+                        int64_t* inputs_without_copy = nullptr);
 
 }  // namespace batching
 }  // namespace runtime
