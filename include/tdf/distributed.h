@@ -95,13 +95,31 @@ struct DistributedOptions {
   std::vector<SpreadPolicy> spread;
 };
 
-/// Per-rank figures of the last run, beside its RunStats.
-struct DistributedRunStats {
-  int rank = 0;                  ///< this rank
+/// One rank's figures of a run (DistributedRunStats).
+struct RankRunStats {
+  int rank = 0;                  ///< the rank (-1 in a sum over ranks)
   int64_t tokens_sent = 0;       ///< tokens to other ranks
   int64_t bytes_sent = 0;        ///< their bytes on the wire
   int64_t tokens_received = 0;   ///< tokens from other ranks
   int64_t bytes_received = 0;    ///< their bytes on the wire
+  /// Invocations this rank took part in for a call made on another rank:
+  /// the call's first argument (or, without arguments, its announcement)
+  /// arrived here live. Spread invocations and functions placed on other
+  /// ranks count once on each rank that runs part of them.
+  int64_t remote_invocations = 0;
+  int64_t firings = 0;           ///< node firings, live and dead (RunStats::firings)
+  int64_t live_firings = 0;      ///< RunStats::live_firings
+  int64_t frames_created = 0;    ///< RunStats::frames_created
+};
+
+/// The figures of the last run, beside its RunStats: this rank's (the
+/// fields it inherits), every rank's and their sum, exchanged in the run's
+/// collective end, so that every rank (rank 0 among them) has all of them.
+struct DistributedRunStats : RankRunStats {
+  /// Every rank's figures, by rank; empty when the run's end itself failed
+  /// (a rank that never ended its run).
+  std::vector<RankRunStats> ranks;
+  RankRunStats total;  ///< the sum over `ranks` (rank -1)
 };
 
 /// A graph cut across MPI ranks and run collectively: every rank creates

@@ -4,6 +4,7 @@
 #include "tdf/distributed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -30,7 +31,10 @@ using distributed::WireToken;
 // other ranks' failures: one that arrives ends this rank's run with it.
 class MpiRemoteChannel : public runtime::RemoteChannel {
  public:
-  explicit MpiRemoteChannel(MpiTransport* transport) : transport_(transport) {}
+  // `invocation_keys`: the Recvs that bring a call's first argument (or
+  // announcement) to this rank, each live arrival one remote invocation.
+  MpiRemoteChannel(MpiTransport* transport, base::FlatHashSet<int64_t> invocation_keys)
+      : transport_(transport), invocation_keys_(std::move(invocation_keys)) {}
 
   int rank() const override { return transport_->rank(); }
 
@@ -56,6 +60,7 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
           a.dead = r.token.dead;
           a.control = r.token.control;
           a.value = std::move(r.token.value);
+          if (!a.dead && invocation_keys_.contains(a.key)) remote_invocations_.fetch_add(1, std::memory_order_relaxed);
           handler(a);
         },
         &failure);
@@ -65,6 +70,9 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
     return failure.second;
   }
 
+  // Remote invocations so far, over the channel's life.
+  int64_t remote_invocations() const { return remote_invocations_.load(std::memory_order_relaxed); }
+
   // The failures of other ranks that this run received, and clears them.
   std::vector<std::pair<int, absl::Status>> TakePeerFailures() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,6 +81,8 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
 
  private:
   MpiTransport* transport_;
+  const base::FlatHashSet<int64_t> invocation_keys_;
+  std::atomic<int64_t> remote_invocations_{0};
   std::mutex mu_;
   std::vector<std::pair<int, absl::Status>> peer_failures_;
 };
@@ -86,6 +96,39 @@ std::string NodeOf(const std::string& ref) {
   return colon == std::string::npos ? ref : ref.substr(0, colon);
 }
 
+// The keys of the Recvs (in one rank's partition) that bring a call site's
+// first Call its input from the caller's rank: its lowest argument, or the
+// control input of a function without arguments (StaticizeRecursion names
+// them SITE/call_J, SITE/call). Not a Call's own announcement: a rank that
+// runs part of a descendant also creates the ancestors' frames, and those
+// announced copies are no invocation of their own here.
+base::FlatHashSet<int64_t> InvocationKeys(const Graph& partition) {
+  base::FlatHashMap<std::string, const NodeDef*> recvs;
+  for (const NodeDef& n : partition.node)
+    if (n.op == "Recv") recvs.emplace(n.name, &n);
+  base::FlatHashMap<std::string, std::pair<int64_t, const NodeDef*>> first_call;  // site -> (arg index, Call)
+  for (const NodeDef& n : partition.node) {
+    if (n.op != "Call") continue;
+    const size_t slash = n.name.rfind("/call");
+    if (slash == std::string::npos) continue;
+    const int64_t arg = n.GetInt("arg_index").value_or(-1);
+    auto [it, inserted] = first_call.try_emplace(n.name.substr(0, slash), arg, &n);
+    if (!inserted && arg < it->second.first) it->second = {arg, &n};
+  }
+  base::FlatHashSet<int64_t> keys;
+  for (const auto& [site, call] : first_call) {
+    const NodeDef& c = *call.second;
+    if (c.input.empty()) continue;
+    auto it = recvs.find(NodeOf(c.input[0][0] == '^' ? c.input[0].substr(1) : c.input[0]));
+    if (it == recvs.end()) continue;
+    std::string sent = it->second->GetString("tensor_name").value_or("");
+    if (!sent.empty() && sent[0] == '^') sent = sent.substr(1);
+    if (NodeOf(sent) == c.name) continue;  // the Call's announcement
+    keys.insert(it->second->GetInt("key").value_or(-1));
+  }
+  return keys;
+}
+
 }  // namespace
 
 class DistributedSession::Impl {
@@ -94,6 +137,7 @@ class DistributedSession::Impl {
   std::unique_ptr<MpiTransport> transport;
   std::unique_ptr<MpiRemoteChannel> channel;
   std::unique_ptr<Session> session;
+  base::FlatHashSet<int64_t> invocation_keys;   // MpiRemoteChannel's
   base::FlatHashMap<std::string, int> rank_of;  // node name -> rank
   // A main-graph Invoke's results, as StaticizeRecursion names them.
   base::FlatHashMap<std::string, std::vector<std::string>> invoke_returns;
@@ -172,11 +216,12 @@ absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(c
     popts.num_ranks = transport->size();
     TDF_ASSIGN_OR_RETURN(PartitionedGraph parts, PartitionGraph(transformed, popts));
     for (size_t i = 0; i < transformed.node.size(); ++i) impl->rank_of[transformed.node[i].name] = parts.rank_of_node[i];
+    impl->invocation_keys = InvocationKeys(parts.partitions[rank]);
     TDF_ASSIGN_OR_RETURN(impl->session, Session::Create(std::move(parts.partitions[rank]), options.session));
     return absl::OkStatus();
   }();
   TDF_RETURN_IF_ERROR(transport->AgreeOnStatus(local));
-  impl->channel = std::make_unique<MpiRemoteChannel>(transport.get());
+  impl->channel = std::make_unique<MpiRemoteChannel>(transport.get(), std::move(impl->invocation_keys));
   impl->transport = std::move(transport);
   return std::unique_ptr<DistributedSession>(new DistributedSession(std::move(impl)));
 }
@@ -205,8 +250,21 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
   if (!ro.deadline.has_value() && s.options.session.deadline == absl::InfiniteDuration())
     ro.deadline = s.options.default_deadline;
   const distributed::TransportCounters before = s.transport->counters();
+  const int64_t invocations_before = s.channel->remote_invocations();
+  RunStats own_stats;  // the figures exchanged at the end need firings
+  if (stats == nullptr) stats = &own_stats;
   absl::StatusOr<std::vector<Tensor>> out =
       runtime::SessionAccess::Run(*s.session, ro, my_feeds, my_fetches, {}, stats, s.channel.get());
+  const distributed::TransportCounters after = s.transport->counters();
+  const int64_t figures[] = {after.tokens_sent - before.tokens_sent,
+                             after.bytes_sent - before.bytes_sent,
+                             after.tokens_received - before.tokens_received,
+                             after.bytes_received - before.bytes_received,
+                             s.channel->remote_invocations() - invocations_before,
+                             stats->firings,
+                             stats->live_firings,
+                             stats->frames_created};
+  constexpr int kFigures = sizeof(figures) / sizeof(figures[0]);
 
   // The run's end. Failures: this rank's own (sent to every other rank),
   // and those other ranks sent, during the run or until now.
@@ -221,15 +279,33 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
     }
   }
   int64_t late = 0;
+  std::vector<int64_t> all_figures;
   absl::Status ended = s.transport->EndRun([&](ReceivedToken&&) { ++late; }, &failures,
-                                           absl::Now() + s.options.peer_timeout);
+                                           absl::Now() + s.options.peer_timeout, figures, &all_figures);
   if (remote_stats != nullptr) {
-    const distributed::TransportCounters after = s.transport->counters();
-    remote_stats->rank = me;
-    remote_stats->tokens_sent = after.tokens_sent - before.tokens_sent;
-    remote_stats->bytes_sent = after.bytes_sent - before.bytes_sent;
-    remote_stats->tokens_received = after.tokens_received - before.tokens_received;
-    remote_stats->bytes_received = after.bytes_received - before.bytes_received;
+    auto fill = [](RankRunStats* r, int rank, const int64_t* f) {
+      r->rank = rank;
+      r->tokens_sent = f[0];
+      r->bytes_sent = f[1];
+      r->tokens_received = f[2];
+      r->bytes_received = f[3];
+      r->remote_invocations = f[4];
+      r->firings = f[5];
+      r->live_firings = f[6];
+      r->frames_created = f[7];
+    };
+    *remote_stats = DistributedRunStats();
+    fill(remote_stats, me, figures);
+    int64_t total[kFigures] = {};
+    if (ended.ok() && all_figures.size() == static_cast<size_t>(kFigures) * num_ranks()) {
+      for (int p = 0; p < num_ranks(); ++p) {
+        const int64_t* f = all_figures.data() + static_cast<size_t>(kFigures) * p;
+        remote_stats->ranks.emplace_back();
+        fill(&remote_stats->ranks.back(), p, f);
+        for (int j = 0; j < kFigures; ++j) total[j] += f[j];
+      }
+    }
+    fill(&remote_stats->total, -1, total);
   }
   if (!ended.ok()) {
     s.broken = std::string(ended.message());

@@ -464,20 +464,24 @@ absl::StatusOr<bool> MpiTransport::PollFailure(int* source_rank, absl::Status* f
 }
 
 absl::Status MpiTransport::EndRun(Handler late, std::vector<std::pair<int, absl::Status>>* failures,
-                                  absl::Time deadline) {
+                                  absl::Time deadline, absl::Span<const int64_t> figures,
+                                  std::vector<int64_t>* all_figures) {
   if (closed_.load(std::memory_order_acquire))
     return absl::FailedPreconditionError(absl::StrCat("rank ", rank_, ": the transport is closed"));
   // 1. Counts, cumulative over the transport's life: tokens and failures
   //    sent to each rank. Nothing is received while the exchange is in
   //    flight: a rank that has finished it may already send its next
   //    run's tokens, and only the counts say which messages are this run's.
-  std::vector<int64_t> sent(2 * size_), expected(2 * size_, 0);
+  //    Each rank's figures ride along: one exchange per run, not two.
+  const int row = 2 + static_cast<int>(figures.size());
+  std::vector<int64_t> sent(static_cast<size_t>(row) * size_), got(static_cast<size_t>(row) * size_, 0);
   for (int p = 0; p < size_; ++p) {
-    sent[2 * p] = sent_to_[p].load(std::memory_order_relaxed);
-    sent[2 * p + 1] = failures_sent_to_[p].load(std::memory_order_relaxed);
+    sent[row * p] = sent_to_[p].load(std::memory_order_relaxed);
+    sent[row * p + 1] = failures_sent_to_[p].load(std::memory_order_relaxed);
+    std::copy(figures.begin(), figures.end(), sent.begin() + row * p + 2);
   }
   MPI_Request exchange = MPI_REQUEST_NULL;
-  int rc = MPI_Ialltoall(sent.data(), 2, MPI_INT64_T, expected.data(), 2, MPI_INT64_T, comm_, &exchange);
+  int rc = MPI_Ialltoall(sent.data(), row, MPI_INT64_T, got.data(), row, MPI_INT64_T, comm_, &exchange);
   if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Ialltoall of the run's counts");
   Backoff backoff;
   for (int done = 0; !done;) {
@@ -492,6 +496,14 @@ absl::Status MpiTransport::EndRun(Handler late, std::vector<std::pair<int, absl:
       return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": the end of the run: not every one of the ",
                                                       size_, " ranks ended its run by the deadline"));
     backoff.Wait();
+  }
+  std::vector<int64_t> expected(2 * size_);
+  if (all_figures != nullptr) all_figures->clear();
+  for (int p = 0; p < size_; ++p) {
+    expected[2 * p] = got[row * p];
+    expected[2 * p + 1] = got[row * p + 1];
+    if (all_figures != nullptr)
+      all_figures->insert(all_figures->end(), got.begin() + row * p + 2, got.begin() + row * (p + 1));
   }
   // 2. Exactly what each rank sent here and this rank has not received:
   //    per source, since messages of one source and tag arrive in order.

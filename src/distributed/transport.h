@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "distributed/wire_format.h"
 
 namespace tdf {
@@ -133,8 +134,11 @@ class MpiTransport {
   // `failures`, by source rank). No rank starts its next run before every
   // rank has entered this one's end, so nothing of the next run is taken.
   // DeadlineExceeded if some rank does not join by `deadline`; the
-  // transport is then out of step and should be closed.
-  absl::Status EndRun(Handler late, std::vector<std::pair<int, absl::Status>>* failures, absl::Time deadline);
+  // transport is then out of step and should be closed. The same
+  // exchange carries each rank's `figures` (as many on every rank): on
+  // success `all_figures` holds every rank's, rank by rank.
+  absl::Status EndRun(Handler late, std::vector<std::pair<int, absl::Status>>* failures, absl::Time deadline,
+                      absl::Span<const int64_t> figures = {}, std::vector<int64_t>* all_figures = nullptr);
 
   // Collective and blocking (for session creation, not runs): OK if every
   // rank's `local` is OK, else the lowest failing rank's status, prefixed

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -60,9 +62,10 @@ absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair
   }
   TDF_ASSIGN_OR_RETURN(std::unique_ptr<tdf::DistributedSession> session, tdf::DistributedSession::Create(graph, d));
   tdf::RunStats stats;
+  tdf::DistributedRunStats remote;
   absl::StatusOr<std::vector<tdf::Tensor>> outputs;
   for (int i = 0; i < runs; ++i) {
-    outputs = session->Run(feeds, fetches, &stats);
+    outputs = session->Run(feeds, fetches, &stats, &remote);
     if (!outputs.ok()) {
       (void)session->Close();
       return outputs.status();
@@ -71,7 +74,17 @@ absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair
   if (session->rank() == 0) {
     for (size_t i = 0; i < fetches.size() && i < outputs->size(); ++i)
       std::cout << fetches[i] << " = " << print((*outputs)[i]) << "\n";
-    if (print_stats) print_stats(stats);
+    if (print_stats) {
+      print_stats(stats);
+      // Every rank's share of the last run (exchanged at its end).
+      std::vector<tdf::RankRunStats> rows = remote.ranks;
+      rows.push_back(remote.total);
+      for (const tdf::RankRunStats& r : rows)
+        std::cout << (r.rank < 0 ? std::string("all ranks") : "rank " + std::to_string(r.rank)) << ": "
+                  << r.firings << " firings, " << r.frames_created << " frames, " << r.remote_invocations
+                  << " remote invocations, " << r.tokens_sent << " tokens sent (" << r.bytes_sent << " bytes), "
+                  << r.tokens_received << " received (" << r.bytes_received << " bytes)\n";
+    }
   }
   return session->Close();
 }
