@@ -189,6 +189,11 @@ absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(c
     // it feeds (no skipped dead regions): docs/distributed.md.
     options.session.release_tail_callers = false;
     options.session.skip_dead_branches = false;
+    // A split site's gradient part whose Returns are on another rank looks
+    // unneeded here, and a run that leaves it out lets the invocation end
+    // before that part's arguments come (found with exp's gradient on 2
+    // ranks: a Call into an ended invocation).
+    options.session.evaluate_without_gradients = false;
     if (options.session.mode != ExecutionMode::kStatic)
       return absl::InvalidArgumentError("a distributed session runs static graphs (ExecutionMode::kStatic)");
     TDF_RETURN_IF_ERROR(Validate(original));
