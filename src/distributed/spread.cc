@@ -9,6 +9,7 @@
 #include "distributed/spread.h"
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,6 +26,29 @@ bool CallsFunction(const NodeDef& n, const std::string& fn) {
   return n.op == "Invoke" && n.GetString("function").value_or("") == fn;
 }
 
+// The call sites of `fn` among `nodes`, numbered in order of first
+// appearance: site[k] for node k (-1: no call of fn). The two Invokes of
+// an autodiff split site (one site_group) are one site: both parts must
+// reach the same copy of the body for each tag.
+std::vector<int> SitesOf(const std::vector<NodeDef>& nodes, const std::string& fn, int first, int* count) {
+  std::vector<int> site(nodes.size(), -1);
+  std::map<std::string, int> groups;
+  int next = first;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!CallsFunction(nodes[k], fn)) continue;
+    const std::string group = nodes[k].GetString("site_group").value_or("");
+    if (group.empty()) {
+      site[k] = next++;
+      continue;
+    }
+    auto [it, inserted] = groups.emplace(group, next);
+    if (inserted) ++next;
+    site[k] = it->second;
+  }
+  *count = next - first;
+  return site;
+}
+
 std::string CopyName(const std::string& fn, const std::vector<int>& path) {
   return absl::StrCat(fn, "__spread_", absl::StrJoin(path, "_"));
 }
@@ -34,8 +58,10 @@ std::string LocalName(const std::string& fn, int rank) { return absl::StrCat(fn,
 template <typename Callee>
 absl::StatusOr<std::vector<NodeDef>> PlaceBody(const FunctionDef& f, int rank, Callee callee) {
   std::vector<NodeDef> body = f.node;
-  int site = 0;
-  for (NodeDef& n : body) {
+  int num_sites = 0;
+  const std::vector<int> sites = SitesOf(body, f.signature.name, 0, &num_sites);
+  for (size_t k = 0; k < body.size(); ++k) {
+    NodeDef& n = body[k];
     if (n.device.empty()) {
       n.device = absl::StrCat("rank:", rank);
     } else {
@@ -47,7 +73,7 @@ absl::StatusOr<std::vector<NodeDef>> PlaceBody(const FunctionDef& f, int rank, C
       d.rank = rank;
       n.device = d.ToString();
     }
-    if (CallsFunction(n, f.signature.name)) n.attr["function"] = callee(site++);
+    if (sites[k] >= 0) n.attr["function"] = callee(sites[k]);
   }
   return body;
 }
@@ -92,20 +118,24 @@ absl::StatusOr<Graph> SpreadInvocations(const Graph& graph, const std::vector<Sp
     const FunctionDef f = *out.library.Find(p.function);
     const int spread_over = p.ranks.empty() ? num_ranks : static_cast<int>(p.ranks.size());
     int sites = 0;
-    for (const NodeDef& n : f.node) sites += CallsFunction(n, p.function) ? 1 : 0;
+    (void)SitesOf(f.node, p.function, 0, &sites);
     // Redirect every call of the function from outside it: external site e
     // is the root of tag [e]. Sites in the main graph first, then in other
     // functions (by name), so that every rank numbers them alike.
     int external = 0;
-    for (NodeDef& n : out.node)
-      if (CallsFunction(n, p.function)) n.attr["function"] = CopyName(p.function, {external++});
+    auto redirect = [&](std::vector<NodeDef>& nodes) {
+      int count = 0;
+      const std::vector<int> site = SitesOf(nodes, p.function, external, &count);
+      for (size_t k = 0; k < nodes.size(); ++k)
+        if (site[k] >= 0) nodes[k].attr["function"] = CopyName(p.function, {site[k]});
+      external += count;
+    };
+    redirect(out.node);
     std::vector<std::string> names;
     for (const auto& [name, fn] : out.library.functions()) names.push_back(name);
     for (const std::string& name : names) {
       if (name == p.function) continue;
-      FunctionDef* g = out.library.FindMutable(name);
-      for (NodeDef& n : g->node)
-        if (CallsFunction(n, p.function)) n.attr["function"] = CopyName(p.function, {external++});
+      redirect(out.library.FindMutable(name)->node);
     }
     // Count before copying: each level multiplies by the number of sites.
     int64_t copies = 0, level_size = external;

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/spread.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -92,6 +94,50 @@ void CheckExpGradient(bool cut_body) {
 
 // TDF_DISTRIBUTED_SEED=<seed> replays one placement.
 TEST(DistributedSession, GradientThroughAFunctionOnAnotherRank) { CheckExpGradient(/*cut_body=*/false); }
+
+// exp_ext's invocations spread over the ranks by tag (its split sites'
+// two parts go to one copy of the body per tag).
+TEST(DistributedSession, GradientSpreadByTag) {
+  Graph g = reference::Exp();
+  absl::StatusOr<std::vector<std::string>> dx = AddGradients(g, {"result"}, {"x"});
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  const std::vector<std::string> fetches = {"result", (*dx)[0]};
+  for (int depth : {1, 3}) {
+    for (int64_t n : {0, 2, 9}) {
+      SCOPED_TRACE(absl::StrCat("n = ", n, ", depth ", depth));
+      const Feeds feeds = {{"x", Tensor::Scalar<double>(1.1)}, {"n", Tensor::Scalar<int64_t>(n)}};
+      std::unique_ptr<Session> one = *Session::Create(g);
+      absl::StatusOr<std::vector<Tensor>> want = one->Run(feeds, fetches);
+      ASSERT_TRUE(want.ok()) << want.status();
+      DistributedOptions options;
+      options.session.deadline = absl::Seconds(60);
+      options.gather_fetches = true;
+      SpreadPolicy p;
+      p.function = "exp_ext";
+      p.max_depth = depth;
+      options.spread = {p};
+      absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g, options);
+      ASSERT_TRUE(s.ok()) << s.status();
+      RunStats stats;
+      DistributedRunStats remote;
+      absl::StatusOr<std::vector<Tensor>> got = (*s)->Run(feeds, fetches, &stats, &remote);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      // The spread levels' invocations on other ranks than rank 0 (which
+      // holds the main graph) are where tokens must cross: [0], [0, 0], ...
+      bool leaves_rank_0 = false;
+      std::vector<int> path = {0};
+      for (int level = 1; level <= std::min<int64_t>(depth, n + 1); ++level, path.push_back(0))
+        leaves_rank_0 |= distributed::HashRank(path, (*s)->num_ranks()) != 0;
+      if (leaves_rank_0) EXPECT_GT(remote.total.tokens_sent, 0);
+      if ((*s)->rank() == 0) {
+        EXPECT_DOUBLE_EQ((*got)[0].scalar<double>(), (*want)[0].scalar<double>());
+        EXPECT_DOUBLE_EQ((*got)[1].scalar<double>(), (*want)[1].scalar<double>());
+      }
+      EXPECT_TRUE((*s)->Close().ok());
+    }
+  }
+}
 
 // DISABLED: a known failure, kept as the repro for the next step of #29.
 // With exp_ext's own nodes on several ranks most placements pass, but with
