@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,7 +109,11 @@ std::vector<double> OneProcess(const Graph& g, const std::string& step, int runs
   return losses;
 }
 
-void CheckAcrossRanks(bool training) {
+// `seed` 0: the main graph on rank 0; otherwise each of its nodes on a
+// seeded random rank, variables included, and the state ops (reads, the
+// SGD step's updates) unplaced: they run where their variable lives, and
+// their values and gradients cross ranks as any other.
+void CheckAcrossRanks(bool training, uint32_t seed = 0) {
   std::string step;
   Graph g = TreeRnn(training, &step);
   const std::vector<double> want = OneProcess(g, step, 3);
@@ -123,7 +128,11 @@ void CheckAcrossRanks(bool training) {
   probe->reset();
   for (const auto& [name, f] : g.library.functions())
     for (NodeDef& n : g.library.FindMutable(name)->node) n.device = absl::StrCat("rank:", last);
-  for (NodeDef& n : g.node) n.device = "rank:0";
+  std::mt19937 rng(seed);
+  for (NodeDef& n : g.node) {
+    const bool state = n.op == "Read" || n.op.rfind("Assign", 0) == 0 || n.op == "ScatterAdd";
+    n.device = seed != 0 && state ? "" : absl::StrCat("rank:", seed == 0 ? 0 : rng() % (last + 1));
+  }
   absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g, options);
   ASSERT_TRUE(s.ok()) << s.status();
   // A distributed run fires its whole partition: the step, with training.
@@ -142,6 +151,12 @@ void CheckAcrossRanks(bool training) {
 
 TEST(DistributedSession, TreeRnnForwardOnAnotherRank) { CheckAcrossRanks(/*training=*/false); }
 TEST(DistributedSession, TreeRnnTrainingStepsOnAnotherRank) { CheckAcrossRanks(/*training=*/true); }
+TEST(DistributedSession, TreeRnnTrainingWithVariablesOnRandomRanks) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    CheckAcrossRanks(/*training=*/true, seed);
+  }
+}
 
 }  // namespace
 }  // namespace tdf
