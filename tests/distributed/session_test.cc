@@ -253,6 +253,7 @@ std::vector<Program> Programs() {
       {"ack", reference::Ack(), {{"m", i64(2)}, {"n", i64(3)}}},
       {"tak", reference::Tak(), {{"x", i64(8)}, {"y", i64(4)}, {"z", i64(2)}}},
       {"fact", reference::Fact(), {{"n", i64(10)}}},
+      {"primes", reference::Primes(), {{"n", i64(6)}}},
       {"evenodd", reference::EvenOdd(), {{"n", i64(7)}}},
       {"mc91", reference::McCarthy91(), {{"n", i64(87)}}},
       {"sum", reference::Sum(), {{"n", i64(20)}}},

@@ -288,6 +288,11 @@ TEST(DistributedSession, SpreadMoreReferencePrograms) {
   std::vector<Feeds> sum_runs;
   for (int64_t n : {0, 2, 500}) sum_runs.push_back(Ints({{"n", n}}));
   CheckSpread(reference::Sum(), {RoundRobin("sum", 3)}, sum_runs);
+  // Two mutually independent recursions, both spread: nth's tail calls
+  // and isprime's search for a divisor in each of them.
+  std::vector<Feeds> prime_runs;
+  for (int64_t n : {1, 4, 10}) prime_runs.push_back(Ints({{"n", n}}));
+  CheckSpread(reference::Primes(), {Hash("nth", 4), RoundRobin("isprime", 2)}, prime_runs);
 }
 
 // down(n) = n <= 0 ? 10 / n : down(n - 1): divides by zero at the bottom.
