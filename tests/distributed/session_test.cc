@@ -7,9 +7,10 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <random>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -195,6 +196,46 @@ TEST(DistributedSession, LoopBodyCutAcrossRanks) {
   CheckAcrossRanks(g, "n", {0, 1, 7, 200});
   // Workers that steal iterations while arrivals create them.
   CheckAcrossRanks(g, "n", {0, 50, 300}, nullptr, /*num_workers=*/2);
+}
+
+// while (i < n) { i += 1; acc += S } with S the result of a slower loop
+// on rank 0 and only the loop-invariant Enter of S and acc's Add on the
+// last rank: rank 0's counter runs ahead, so the last rank gets the
+// predicates of later iterations before S, the loop's invariant, comes.
+TEST(DistributedSession, LaterIterationsBeforeTheLoopsInvariant) {
+  using Outs = std::vector<Output>;
+  GraphBuilder b;
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output m = b.Placeholder("m", DType::kInt64);
+  Output slow = b.While([&](const Outs& v) { return b.Less(v[0], m); },
+                        [&](const Outs& v) { return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], v[0])}; },
+                        {b.Const<int64_t>(0), b.Const<int64_t>(0)})[1];
+  Outs out = b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                     [&](const Outs& v) { return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], slow)}; },
+                     {b.Const<int64_t>(0), b.Const<int64_t>(0)});
+  b.Identity(out[1], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  // The second loop's Enter of `slow` and the Add that reads it.
+  const std::string slow_name = b.Name(slow);
+  std::string enter;
+  for (const NodeDef& node : g->node)
+    if (node.op == "Enter" && !node.input.empty() && node.input[0] == slow_name) enter = node.name;
+  ASSERT_FALSE(enter.empty());
+  for (NodeDef& node : g->node) {
+    const bool reads_slow = std::find(node.input.begin(), node.input.end(), enter) != node.input.end();
+    node.device = absl::StrCat("rank:", node.name == enter || reads_slow ? WorldSize() - 1 : 0);
+  }
+  std::unique_ptr<DistributedSession> s = CreateOrDie(*g);
+  ASSERT_NE(s, nullptr);
+  for (int64_t iterations : {0, 1, 40}) {
+    const int64_t slow_count = 20000;
+    absl::StatusOr<std::vector<Tensor>> got =
+        s->Run({{"n", Tensor::Scalar<int64_t>(iterations)}, {"m", Tensor::Scalar<int64_t>(slow_count)}}, {"result"});
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (s->rank() == 0) EXPECT_EQ((*got)[0].scalar<int64_t>(), iterations * (slow_count * (slow_count - 1) / 2));
+  }
+  EXPECT_TRUE(s->Close().ok());
 }
 
 TEST(DistributedSession, CallInALoopBodyCutAcrossRanks) {
