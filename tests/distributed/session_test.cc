@@ -443,6 +443,40 @@ TEST(DistributedSession, ASlowRankMeetsTheOthersDeadlineAndNothingHangs) {
   EXPECT_TRUE(s->Close().ok());
 }
 
+TEST(DistributedSession, ACancelOnOneRankEndsTheRunOnEveryRank) {
+  // A long loop cut across ranks (its Add on rank 1, its Less on the last
+  // rank); rank 0 cancels its run from another thread.
+  Graph g = reference::WhileLoop();
+  for (NodeDef& n : g.node) {
+    if (n.op == "Add") n.device = "rank:1";
+    if (n.op == "Less") n.device = absl::StrCat("rank:", WorldSize() - 1);
+  }
+  std::unique_ptr<DistributedSession> s = CreateOrDie(g);
+  ASSERT_NE(s, nullptr);
+  CancellationToken cancel;
+  RunOptions run_options;
+  run_options.cancel = &cancel;
+  std::thread canceller;
+  if (s->rank() == 0)
+    canceller = std::thread([&cancel] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      cancel.Cancel();
+    });
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<Tensor>> out =
+      s->Run({{"n", Tensor::Scalar<int64_t>(int64_t{1} << 40)}}, {"result"}, nullptr, nullptr, run_options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (canceller.joinable()) canceller.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  EXPECT_THAT(std::string(out.status().message()), ContainsRegex("^rank 0: ")) << out.status();
+  EXPECT_LT(seconds, 60.0);  // ended by the cancel, not by the 10-minute default deadline
+  // The session runs again.
+  absl::StatusOr<std::vector<Tensor>> again = s->Run({{"n", Tensor::Scalar<int64_t>(5)}}, {"result"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(s->Close().ok());
+}
+
 TEST(DistributedSession, APartitionNeedsADistributedSession) {
   // A rank's partition alone, in a one-process Session: refused, not hung.
   Graph g = MainChain();
