@@ -444,6 +444,18 @@ struct ThreadPath {
   int32_t id = -1;
   // The registers the path's end reads (result, writes, call arguments).
   std::vector<int16_t> out_regs;
+  // A path that calls: the thread that runs in its frame when every result
+  // of its calls has returned (ExecutableGraph::threads), or -1.
+  int32_t continuation = -1;
+};
+// Where one result of a call returns into a continuation's frame (the
+// Threaded Abstract Machine's inlet): the slot it is stored in (its first
+// edge's), the result's edges there, and their output port.
+struct ContinuationInlet {
+  int32_t slot = -1;
+  int16_t port = 0;
+  const OutEdge* edges = nullptr;  // in ExecutableGraph::edge_pool
+  int32_t num_edges = 0;
 };
 // Typed code: the thread's code when its arguments are inline scalars of
 // the dtypes the body implies (CompiledThread::arg_dtypes), on raw values
@@ -479,6 +491,7 @@ union ThreadReg {
 struct CompiledThread {
   int32_t block = -1;
   int32_t num_regs = 1;
+  int32_t num_args = 0;  // registers [0, this) are loaded at its start
   std::vector<int32_t> site_calls;  // the Calls of the site it was built for, in site order
   std::vector<ThreadInstr> code;
   std::vector<Tensor> consts;
@@ -488,6 +501,11 @@ struct CompiledThread {
   std::vector<TypedInstr> typed;
   std::vector<DType> arg_dtypes;
   std::vector<DType> reg_dtypes;
+  // A continuation (compiler/continuations.cc; Worker::RunContinuation):
+  // the results it waits for, and the frame slot each argument register is
+  // loaded from (the inlets' slots first, then values its path left).
+  std::vector<ContinuationInlet> inlets;
+  std::vector<int16_t> arg_slots;
 };
 constexpr int kMaxThreadRegs = 16;
 // Nested threads (a thread's calls running their threads) use the stack;
@@ -543,7 +561,8 @@ struct ExecutableGraph {
 
 // Compiles the entry threads of function bodies (compiler/threads.cc) and
 // points the Calls that can run them at them.
-void CompileThreads(ExecutableGraph* exe);
+// `continuations`: and the threads that run when a path's calls return.
+void CompileThreads(ExecutableGraph* exe, bool continuations);
 
 // Builds the executable form. In static mode `graph` must be transformed
 // (no Invoke); in dynamic mode it keeps its Invoke nodes and library. The

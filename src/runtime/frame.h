@@ -121,6 +121,12 @@ struct Frame {
   // frame is reclaimed (Worker::HandOverTailChild). Cleared when a look
   // finds none live, so that frames without one skip the look.
   std::atomic<bool> may_have_tail_child;
+  // An invocation a compiled unit's path left waiting for its calls: the
+  // path's continuation (CompiledThread::inlets), run when the last of
+  // `cont_join` results has returned (Worker::Inlet), and null from then
+  // on; null for every other frame.
+  std::atomic<const CompiledThread*> cont;
+  std::atomic<int32_t> cont_join;
   // Cached addresses of the trailing arrays (hot path: one load, not two).
   std::atomic<int32_t>* pending_ptr;
   Token* slots_ptr;
