@@ -136,6 +136,7 @@ enum class LeanKind : uint8_t {
   kSwitch,        // data and predicate, nothing else
   kPassThrough,   // Identity or LoopCond of one data input (CPU)
   kConst,         // a Const fired by control inputs only (a Cond branch's)
+  kThreadCall,    // a one-input Call whose site has a compiled unit (Worker::FireThreadCall)
 };
 
 // What every firing reads, in one cache line per node; the rest of what

@@ -317,6 +317,14 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
     }
     for (int32_t c : calls) exe->info[c].thread = it->second;
   }
+  // A Call popped from the ready stack (a site a unit's path made, a
+  // parked site's first Call) goes straight to its unit.
+  for (size_t id = 0; id < exe->nodes.size(); ++id) {
+    ExecNode& n = exe->nodes[id];
+    if (n.kind == NodeKind::kCall && exe->info[id].thread >= 0 && n.fast && n.lean == LeanKind::kNone &&
+        n.num_inputs == 1 && n.num_data_inputs == 1 && !n.has_invariants)
+      n.lean = LeanKind::kThreadCall;
+  }
   // The sites a path calls, with their threads (every thread is built now).
   exe->num_thread_paths = 0;
   for (CompiledThread& t : exe->threads)
