@@ -494,6 +494,9 @@ struct CompiledThread {
   int32_t num_regs = 1;
   int32_t num_args = 0;  // registers [0, this) are loaded at its start
   std::vector<int32_t> site_calls;  // the Calls of the site it was built for, in site order
+  // The Calls of the sites it serves have control edges (to their Returns
+  // in the caller: RunThread delivers them); the same for every such site.
+  bool calls_signal = false;
   std::vector<ThreadInstr> code;
   std::vector<Tensor> consts;
   std::vector<ThreadPath> paths;

@@ -290,8 +290,10 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
     const std::vector<int32_t> calls = ThreadBuilder::SiteCallsIn(*exe, static_cast<int32_t>(id));
     std::pair<int32_t, std::string> key{exe->info[id].target_block, {}};
     bool ok = true;
+    bool signal = false;
     for (int32_t c : calls) {
       ok &= exe->nodes[c].kind == NodeKind::kCall && exe->nodes[c].num_data_inputs == 1;
+      signal |= exe->info[c].num_call_edges != exe->nodes[c].num_out;
       const OutEdge* begin = exe->nodes[c].out_begin;
       for (const OutEdge* e = begin; e != begin + exe->info[c].num_call_edges; ++e) {
         const int32_t fields[] = {e->dst, e->dst_slot, e->src_port, static_cast<int32_t>(e->kind),
@@ -300,6 +302,7 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
       }
       key.second.push_back('|');
     }
+    key.second.push_back(signal ? 'S' : '-');  // sites that share a thread agree on calls_signal
     if (!ok) continue;
     auto it = built.find(key);
     if (it == built.end()) {
@@ -307,6 +310,7 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
       int32_t index = -1;
       ThreadBuilder builder(*exe, exe->blocks[key.first], &thread);
       if (builder.Build(calls)) {
+        thread.calls_signal = signal;
         thread_compiler::FinishPaths(&thread);
         if (!thread_compiler::TypeThread(&thread)) thread.typed.clear();
         index = static_cast<int32_t>(exe->threads.size());
