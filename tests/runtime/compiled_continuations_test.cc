@@ -240,7 +240,7 @@ TEST_P(CompiledContinuationsTest, DivisionByZeroInAJoinFailsAsNodeByNode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Workers, CompiledContinuationsTest, ::testing::Values(1, 2),
+INSTANTIATE_TEST_SUITE_P(Workers, CompiledContinuationsTest, ::testing::Values(1, 2, 8),
                          [](const auto& info) { return std::to_string(info.param) + "Workers"; });
 
 TEST(CompiledContinuations, FibJoinsEveryRecursiveCallCompiled) {
