@@ -18,6 +18,9 @@
 // other path (a node fired dead, a Merge of all-dead inputs, a Return, a
 // loop, a kernel without a scalar path) falls back to the node-by-node
 // run. The nodes a path fires are recorded with it, so RunStats count them.
+// A body's Const sources fire on the model first (they fire when a frame is
+// created). The model and its builder are in thread_builder.h; a path that
+// ends in calls may also get a continuation (continuations.cc).
 // Pinned by tests/runtime/compiled_threads_test.cc.
 #include <algorithm>
 #include <cstring>
