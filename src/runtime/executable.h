@@ -423,6 +423,9 @@ struct ThreadCall {
   int32_t thread = -1;  // the callee's thread for this site, or -1
   // Only some of the site's Calls have their arguments: each fires on its own.
   bool partial = false;
+  // A partial site the path's continuation makes whole: its Calls only get
+  // their arguments in their slots (CompiledThread::held_calls).
+  bool held = false;
 };
 // A path of a thread that ends: either the result node it fires and the
 // register of its value (a base case), or the frame it leaves (slot writes,
@@ -510,6 +513,10 @@ struct CompiledThread {
   // loaded from (the inlets' slots first, then values its path left).
   std::vector<ContinuationInlet> inlets;
   std::vector<int16_t> arg_slots;
+  // The Calls of partial sites its path left unfired, their arguments in
+  // their slots (ThreadCall::held): it fires them; going node by node, they
+  // are queued then.
+  std::vector<int32_t> held_calls;
 };
 constexpr int kMaxThreadRegs = 16;
 // Nested threads (a thread's calls running their threads) use the stack;

@@ -126,7 +126,7 @@ std::vector<Program> Programs() {
   return {
       {"fib0", reference::Fib, {{"n", I(0)}}},
       {"fib15", reference::Fib, {{"n", I(15)}}, true},
-      {"ack", reference::Ack, {{"m", I(2)}, {"n", I(3)}}},
+      {"ack", reference::Ack, {{"m", I(2)}, {"n", I(3)}}, true},
       {"tak", reference::Tak, {{"x", I(12)}, {"y", I(8)}, {"z", I(4)}}, true},
       {"fact", reference::Fact, {{"n", I(20)}}, true},
       {"evenodd", reference::EvenOdd, {{"n", I(41)}}},

@@ -77,8 +77,19 @@ bool ThreadBuilder::BuildContinuation(const PathEnd& end, const ThreadPath& path
   num_regs_ = 0;
   std::vector<ContinuationInlet> inlets;
   std::set<int32_t> inlet_slots;
+  std::vector<int32_t> held;
   for (const ThreadCall& site : path.sites) {
-    if (site.partial || site.calls.empty()) return false;
+    if (site.calls.empty()) return false;
+    if (site.partial) {
+      // Its other arguments come from the results (ack's outer call
+      // ack(m - 1, ack(m, n - 1))): its Calls wait with their arguments in
+      // their slots, unfired, and the continuation makes the whole site.
+      for (int32_t c : site.calls) {
+        if (exe_.info[c].num_call_edges != exe_.nodes[c].num_out || exe_.nodes[c].slot_base > INT16_MAX) return false;
+        held.push_back(c);
+      }
+      continue;
+    }
     for (int32_t c : site.calls) {
       // A tail site's results pass the frame by (ForwardTailResult, or the
       // callee takes its place); a Call's control edges would change the
@@ -103,7 +114,8 @@ bool ThreadBuilder::BuildContinuation(const PathEnd& end, const ThreadPath& path
       inlets.push_back(inlet);
     }
   }
-  if (inlets.empty() || inlets.size() + path.writes.size() >= static_cast<size_t>(kMaxThreadRegs)) return false;
+  if (inlets.empty() || inlets.size() + path.writes.size() + held.size() >= static_cast<size_t>(kMaxThreadRegs))
+    return false;
   // Registers: the results, then the values the path left in the frame.
   out_->arg_slots.clear();
   for (const ContinuationInlet& inlet : inlets) {
@@ -114,6 +126,13 @@ bool ThreadBuilder::BuildContinuation(const PathEnd& end, const ThreadPath& path
     if (slot > INT16_MAX) return false;
     m.reg_of_slot[slot] = NewReg();
     out_->arg_slots.push_back(static_cast<int16_t>(slot));
+  }
+  for (int32_t c : held) {
+    const ExecNode& call = exe_.nodes[c];
+    m.reg_of_slot[call.slot_base] = NewReg();
+    out_->arg_slots.push_back(static_cast<int16_t>(call.slot_base));
+    m.fired[call.index] = 0;  // it fires in the continuation
+    m.ready.push_back(c);
   }
   out_->num_args = num_regs_;
   for (size_t i = 0; i < inlets.size(); ++i)
@@ -127,6 +146,7 @@ bool ThreadBuilder::BuildContinuation(const PathEnd& end, const ThreadPath& path
   out_->num_regs = num_regs_;
   out_->code = std::move(code);
   out_->inlets = std::move(inlets);
+  out_->held_calls = std::move(held);
   return true;
 }
 
@@ -137,7 +157,9 @@ void AddContinuations(ExecutableGraph* exe, int32_t index, const std::vector<Pat
     if (!builder.BuildContinuation(end, exe->threads[index].paths[end.path])) continue;
     FinishPaths(&cont);
     if (!TypeThread(&cont)) cont.typed.clear();
-    exe->threads[index].paths[end.path].continuation = static_cast<int32_t>(exe->threads.size());
+    ThreadPath& path = exe->threads[index].paths[end.path];
+    path.continuation = static_cast<int32_t>(exe->threads.size());
+    for (ThreadCall& site : path.sites) site.held = site.partial;
     exe->threads.push_back(std::move(cont));
   }
 }
