@@ -4,7 +4,9 @@
 // Requires: CompileThreads' entry threads, with the model of their frame at
 // the end of each path that calls (ThreadBuilder::ends).
 // Ensures: for such a path whose sites are whole, not tail sites, and whose
-// Calls signal nothing in the frame, a CompiledThread that computes on
+// Calls signal nothing in the frame (or partial: their other arguments come
+// from the results, and they wait unfired for the continuation to make them
+// whole: ThreadCall::held), a CompiledThread that computes on
 // registers what the frame's nodes would once every result of those calls
 // has returned, and the path's ThreadPath::continuation pointing at it. It
 // is found by running the model on from the path's end, each result
@@ -13,7 +15,8 @@
 // dataflow is confluent, so delivering them all and then firing reaches
 // the state any order of arrival would. Its arguments are loaded from the
 // frame: each result from its inlet's slot (where it was stored on
-// arrival), then the values the path left in slots. Its paths end as an
+// arrival), then the values the path left in slots, then the held Calls'
+// arguments. Its paths end as an
 // entry thread's do: the frame's result, or more calls (the slots and
 // counts that changed since the path's end). A result must reach the
 // frame along the same edges whichever node of the callee delivers it (a
