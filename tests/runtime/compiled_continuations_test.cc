@@ -102,6 +102,32 @@ Graph DeadBaseCases() {
   return g.ok() ? *std::move(g) : Graph();
 }
 
+// k(n, p) = n <= 0 ? (n if p, else dead) : k(k(n - 1, p) + n - n, p): the
+// outer call's site waits for the inner call's result with p already in its
+// Call's slot (held, as ack's outer call): with p false the result is dead
+// and the held Call goes node by node.
+Graph DeadIntoAHeldSite() {
+  GraphBuilder b;
+  (void)b.DefineFunction(
+      FunctionSignature{"k", {{"n", DType::kInt64}, {"p", DType::kBool}}, {{"r", DType::kInt64}}},
+      [](GraphBuilder& f, const Outs& a) -> Outs {
+        Output n = a[0], p = a[1];
+        return f.Cond(
+            f.LessEqual(n, f.Const<int64_t>(0)),
+            [&] { return Outs{f.Outputs(f.Op("Switch", {n, p}, {{"T", DType::kInt64}}))[1]}; },
+            [&] {
+              Output inner = f.Call("k", {f.Sub(n, f.Const<int64_t>(1)), p})[0];
+              return f.Call("k", {inner, p});
+            });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output p = b.Placeholder("p", DType::kBool);
+  b.Identity(b.Call("k", {n, p})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
 // q(n) = n <= 0 ? 0 : 100 / q(n - 1) + 1: q(1) divides by zero in its join.
 Graph DivideInTheJoin() {
   GraphBuilder b;
@@ -142,6 +168,7 @@ std::vector<Program> Programs() {
       {"fibdoubles", FibOfDoubles, {{"n", I(12)}}, true},
       {"fibvectors", FibOfVectors, {{"n", I(8)}}},
       {"deadbase", DeadBaseCases, {{"n", I(9)}, {"p", Tensor::Scalar<bool>(true)}}, true},
+      {"heldsite", DeadIntoAHeldSite, {{"n", I(30)}, {"p", Tensor::Scalar<bool>(true)}}, true},
   };
 }
 
@@ -223,6 +250,16 @@ TEST_P(CompiledContinuationsTest, DeadResultsGoNodeByNode) {
   const Outcome on = RunProgram(graph, feeds, Units::kWithContinuations, GetParam());
   const Outcome off = RunProgram(graph, feeds, Units::kNone, GetParam());
   // Every result is dead: so is h's, and the fetch never gets a value.
+  ASSERT_FALSE(off.status.ok());
+  EXPECT_EQ(on.status, off.status);
+  EXPECT_EQ(on.status.code(), absl::StatusCode::kFailedPrecondition) << on.status;
+}
+
+TEST_P(CompiledContinuationsTest, DeadResultIntoAHeldSiteGoesNodeByNode) {
+  const Graph graph = DeadIntoAHeldSite();
+  const Feeds feeds = {{"n", I(30)}, {"p", Tensor::Scalar<bool>(false)}};
+  const Outcome on = RunProgram(graph, feeds, Units::kWithContinuations, GetParam());
+  const Outcome off = RunProgram(graph, feeds, Units::kNone, GetParam());
   ASSERT_FALSE(off.status.ok());
   EXPECT_EQ(on.status, off.status);
   EXPECT_EQ(on.status.code(), absl::StatusCode::kFailedPrecondition) << on.status;
