@@ -100,6 +100,9 @@ absl::StatusOr<std::unique_ptr<TdfProgram>> TdfProgram::Create(const std::string
   // A/B of compiled units (issue #28): TDF_BENCH_COMPILE_THREADS=0 runs
   // every invocation node by node.
   if (const char* threads = std::getenv("TDF_BENCH_COMPILE_THREADS")) options.compile_threads = std::atoi(threads) != 0;
+  // TDF_BENCH_COMPILE_CONTINUATIONS=0: compiled units without continuations.
+  if (const char* cont = std::getenv("TDF_BENCH_COMPILE_CONTINUATIONS"))
+    options.compile_continuations = std::atoi(cont) != 0;
   auto start = std::chrono::steady_clock::now();
   TDF_ASSIGN_OR_RETURN(std::unique_ptr<tdf::Session> session, tdf::Session::Create(last->program.graph, options));
   double compile = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -153,6 +153,15 @@ struct SessionOptions {
   /// node (for A/B comparisons and debugging). Traces, observers and
   /// per-node counts run node by node either way.
   bool compile_threads = true;
+  /// With compile_threads: a compiled unit whose path ends in calls also
+  /// gets a continuation, the scalar work its frame does once every result
+  /// of those calls has returned (a join: fib's Add, nth's Switches on
+  /// isprime's answer), run on registers by the worker that delivers the
+  /// last result; each result is stored on arrival and counted, none
+  /// dispatches a node. A dead result, a value the unit does not cover or
+  /// a continuation nested too deep delivers the results node by node.
+  /// RunStats::compiled_continuations counts its runs.
+  bool compile_continuations = true;
   /// Chrome trace JSON (opens in Perfetto) written after each run. Also
   /// switched on by the environment variable TDF_TRACE=path. RunOptions::
   /// trace_path replaces both for one run.
@@ -223,6 +232,9 @@ struct RunStats {
   /// Invocations a compiled unit ran (SessionOptions::compile_threads): a
   /// base case whole, any other up to its calls.
   int64_t compiled_units = 0;
+  /// Continuations a compiled unit's frame ran when its calls returned
+  /// (SessionOptions::compile_continuations).
+  int64_t compiled_continuations = 0;
   absl::Duration elapsed;       ///< wall time of the run
   /// Threads the run could use: SessionOptions::num_workers, capped at
   /// oneTBB's max_allowed_parallelism.

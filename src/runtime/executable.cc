@@ -92,7 +92,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
     std::vector<OutEdge>().swap(n.edges);  // the pool has them: peak memory
     exe->nodes.push_back(static_cast<const ExecNode&>(n));
   }
-  if (mode == ExecutionMode::kStatic && options.compile_threads) CompileThreads(exe.get());
+  if (mode == ExecutionMode::kStatic && options.compile_threads) CompileThreads(exe.get(), options.compile_continuations);
   auto note_device = [&](absl::string_view name) {
     if (name.empty()) return;  // the CPU; no vector or parse per node
     absl::StatusOr<Device> d = Device::Parse(name);

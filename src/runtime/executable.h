@@ -136,6 +136,7 @@ enum class LeanKind : uint8_t {
   kSwitch,        // data and predicate, nothing else
   kPassThrough,   // Identity or LoopCond of one data input (CPU)
   kConst,         // a Const fired by control inputs only (a Cond branch's)
+  kThreadCall,    // a one-input Call whose site has a compiled unit (Worker::FireThreadCall)
 };
 
 // What every firing reads, in one cache line per node; the rest of what
@@ -422,6 +423,9 @@ struct ThreadCall {
   int32_t thread = -1;  // the callee's thread for this site, or -1
   // Only some of the site's Calls have their arguments: each fires on its own.
   bool partial = false;
+  // A partial site the path's continuation makes whole: its Calls only get
+  // their arguments in their slots (CompiledThread::held_calls).
+  bool held = false;
 };
 // A path of a thread that ends: either the result node it fires and the
 // register of its value (a base case), or the frame it leaves (slot writes,
@@ -444,6 +448,18 @@ struct ThreadPath {
   int32_t id = -1;
   // The registers the path's end reads (result, writes, call arguments).
   std::vector<int16_t> out_regs;
+  // A path that calls: the thread that runs in its frame when every result
+  // of its calls has returned (ExecutableGraph::threads), or -1.
+  int32_t continuation = -1;
+};
+// Where one result of a call returns into a continuation's frame (the
+// Threaded Abstract Machine's inlet): the slot it is stored in (its first
+// edge's), the result's edges there, and their output port.
+struct ContinuationInlet {
+  int32_t slot = -1;
+  int16_t port = 0;
+  const OutEdge* edges = nullptr;  // in ExecutableGraph::edge_pool
+  int32_t num_edges = 0;
 };
 // Typed code: the thread's code when its arguments are inline scalars of
 // the dtypes the body implies (CompiledThread::arg_dtypes), on raw values
@@ -479,7 +495,11 @@ union ThreadReg {
 struct CompiledThread {
   int32_t block = -1;
   int32_t num_regs = 1;
+  int32_t num_args = 0;  // registers [0, this) are loaded at its start
   std::vector<int32_t> site_calls;  // the Calls of the site it was built for, in site order
+  // The Calls of the sites it serves have control edges (to their Returns
+  // in the caller: RunThread delivers them); the same for every such site.
+  bool calls_signal = false;
   std::vector<ThreadInstr> code;
   std::vector<Tensor> consts;
   std::vector<ThreadPath> paths;
@@ -488,6 +508,15 @@ struct CompiledThread {
   std::vector<TypedInstr> typed;
   std::vector<DType> arg_dtypes;
   std::vector<DType> reg_dtypes;
+  // A continuation (compiler/continuations.cc; Worker::RunContinuation):
+  // the results it waits for, and the frame slot each argument register is
+  // loaded from (the inlets' slots first, then values its path left).
+  std::vector<ContinuationInlet> inlets;
+  std::vector<int16_t> arg_slots;
+  // The Calls of partial sites its path left unfired, their arguments in
+  // their slots (ThreadCall::held): it fires them; going node by node, they
+  // are queued then.
+  std::vector<int32_t> held_calls;
 };
 constexpr int kMaxThreadRegs = 16;
 // Nested threads (a thread's calls running their threads) use the stack;
@@ -543,7 +572,8 @@ struct ExecutableGraph {
 
 // Compiles the entry threads of function bodies (compiler/threads.cc) and
 // points the Calls that can run them at them.
-void CompileThreads(ExecutableGraph* exe);
+// `continuations`: and the threads that run when a path's calls return.
+void CompileThreads(ExecutableGraph* exe, bool continuations);
 
 // Builds the executable form. In static mode `graph` must be transformed
 // (no Invoke); in dynamic mode it keeps its Invoke nodes and library. The

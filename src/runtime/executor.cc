@@ -54,6 +54,7 @@ namespace {
 #include "runtime/executor/control_flow.inc"  // NOLINT(build/include)
 #include "runtime/executor/firing.inc"  // NOLINT(build/include)
 #include "runtime/executor/threads.inc"  // NOLINT(build/include)
+#include "runtime/executor/continuations.inc"  // NOLINT(build/include)
 #include "runtime/executor/batching.inc"  // NOLINT(build/include)
 #include "runtime/executor/remote.inc"  // NOLINT(build/include)
 #include "runtime/executor/scheduling.inc"  // NOLINT(build/include)

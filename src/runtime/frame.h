@@ -57,6 +57,15 @@ struct Token {
     words[0] = (words[0] & ~(uint64_t{0xFF} << 16)) | (d ? uint64_t{1} << 16 : 0);
     value.StoreWords(words[0], words[1]);
   }
+  // A live inline scalar of dtype `d` (one test of the header word: dtype,
+  // not on the heap, not dead): true, with its 8 payload bytes.
+  bool LiveScalarOf(DType d, int64_t* payload) const {
+    static_assert(offsetof(Tensor, dtype_) == 0 && offsetof(Tensor, heap_) == 1, "the header word's low bytes");
+    uint64_t words[2];
+    std::memcpy(words, static_cast<const void*>(&value), sizeof(words));
+    std::memcpy(payload, &words[1], sizeof(*payload));
+    return (words[0] & 0xFFFFFF) == static_cast<uint64_t>(d);
+  }
 };
 static_assert(sizeof(Token) == 16, "a token is a tensor");
 
@@ -121,6 +130,12 @@ struct Frame {
   // frame is reclaimed (Worker::HandOverTailChild). Cleared when a look
   // finds none live, so that frames without one skip the look.
   std::atomic<bool> may_have_tail_child;
+  // An invocation a compiled unit's path left waiting for its calls: the
+  // path's continuation (CompiledThread::inlets), run when the last of
+  // `cont_join` results has returned (Worker::Inlet), and null from then
+  // on; null for every other frame.
+  std::atomic<const CompiledThread*> cont;
+  std::atomic<int32_t> cont_join;
   // Cached addresses of the trailing arrays (hot path: one load, not two).
   std::atomic<int32_t>* pending_ptr;
   Token* slots_ptr;

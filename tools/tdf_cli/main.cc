@@ -366,6 +366,7 @@ void PrintStats(const tdf::RunStats& stats) {
             << "  peak live frames " << stats.peak_live_frames << "\n"
             << "  released callers " << stats.tail_callers_released << "\n"
             << "  compiled units   " << stats.compiled_units << "\n"
+            << "  continuations    " << stats.compiled_continuations << "\n"
             << "  pruned nodes     " << stats.nodes_pruned << "\n"
             << "  live after run   " << stats.live_frames_after_run << "\n"
             << "  max tag depth    " << stats.max_tag_depth << "\n";
