@@ -13,13 +13,28 @@ absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
     ref.is_control = true;
     s.remove_prefix(1);
   }
-  size_t colon = s.rfind(':');
-  if (colon != absl::string_view::npos && !ref.is_control) {
-    int port = 0;
-    if (!absl::SimpleAtoi(s.substr(colon + 1), &port) || port < 0)
-      return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
-    ref.port = port;
-    s = s.substr(0, colon);
+  if (!ref.is_control) {
+    // The last ':', found inline (every input of every node is parsed
+    // several times per Session::Create); a port of plain digits is read
+    // here, anything else as SimpleAtoi reads it.
+    size_t colon = s.size();
+    while (colon > 0 && s[colon - 1] != ':') --colon;
+    if (colon > 0) {
+      const absl::string_view digits = s.substr(colon);
+      int port = 0;
+      bool plain = !digits.empty() && digits.size() <= 9;
+      for (char c : digits) {
+        if (c < '0' || c > '9') {
+          plain = false;
+          break;
+        }
+        port = port * 10 + (c - '0');
+      }
+      if (!plain && (!absl::SimpleAtoi(digits, &port) || port < 0))
+        return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
+      ref.port = port;
+      s = s.substr(0, colon - 1);
+    }
   }
   if (s.empty()) return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': empty node name"));
   ref.node = s;
