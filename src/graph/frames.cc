@@ -1,6 +1,5 @@
 #include "graph/frames.h"
 
-#include <deque>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,7 +23,7 @@ struct OutEdge {
 // inference on a 10^6-node graph.
 enum class FrameRole : uint8_t { kPlain, kEnter, kExit, kNextIteration, kCall, kReturn };
 
-FrameRole RoleOf(const std::string& op) {
+FrameRole RoleOf(absl::string_view op) {  // string_view: compared inline, not by compare()
   switch (op.size()) {
     case 4:
       return op == "Exit" ? FrameRole::kExit : op == "Call" ? FrameRole::kCall : FrameRole::kPlain;
@@ -57,7 +56,11 @@ class FrameInference {
     for (size_t i = 0; i < nodes_.size(); ++i) roles_[i] = RoleOf(nodes_[i].op);
     BuildEdges();
 
-    std::deque<int> work;
+    // A FIFO as a vector and its head: a std::deque allocated twice per
+    // function body validated.
+    std::vector<int> work;
+    work.reserve(nodes_.size());
+    size_t head = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (!nodes_[i].input.empty()) continue;
       int block = 0;
@@ -78,9 +81,8 @@ class FrameInference {
       work.push_back(static_cast<int>(i));
     }
     absl::Status misplaced;
-    while (!work.empty()) {
-      const int src = work.front();
-      work.pop_front();
+    while (head < work.size()) {
+      const int src = work[head++];
       const NodeDef& node = nodes_[src];
       const int block = info_.block_of_node[src];
       if ((roles_[src] == FrameRole::kExit || roles_[src] == FrameRole::kNextIteration) &&
