@@ -93,7 +93,7 @@ class BodyValidator {
       const OpKind kind = schemas_[i]->kind();
       if (function_ == nullptr && (kind == OpKind::kArg || kind == OpKind::kRetval))
         return Invalid(n, absl::StrCat(n.op, " outside a function body"));
-      if (function_ != nullptr && (kind == OpKind::kVariable || n.op == "Placeholder"))
+      if (function_ != nullptr && (kind == OpKind::kVariable || absl::string_view(n.op) == "Placeholder"))
         return Invalid(n, absl::StrCat(n.op, " inside a function body; ",
                                        kind == OpKind::kVariable ? "create variables in the main graph"
                                                                  : "pass the value as an argument"));
