@@ -47,8 +47,7 @@ class FrameInference {
     BlockInfo top;
     if (!body_name_.empty()) {
       top.kind = BlockInfo::Kind::kFunction;
-      top.name = body_name_;
-      function_blocks_.emplace(body_name_, 0);
+      top.name = body_name_;  // block 0: FunctionBlock finds it without a table per body
     }
     info_.blocks.push_back(top);
     info_.block_of_node.assign(nodes_.size(), -1);
@@ -140,6 +139,7 @@ class FrameInference {
   // `name` views a string that outlives the inference (an attribute of a
   // node, or the body's name).
   int FunctionBlock(absl::string_view name) {
+    if (!body_name_.empty() && name == body_name_) return 0;
     auto it = function_blocks_.find(name);
     if (it != function_blocks_.end()) return it->second;
     BlockInfo b;

@@ -398,7 +398,7 @@ class Staticizer {
       } else {
         copy.op = node.op;
         copy.attr = node.attr;
-        if (scope.function != nullptr && node.op == "Enter") {
+        if (scope.function != nullptr && absl::string_view(node.op) == "Enter") {
           // One body holds the loops of every invocation; the prefix keeps
           // frame names unique across functions.
           TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));
