@@ -96,7 +96,20 @@ struct Scope {
   const FunctionDef* function = nullptr;  // null: the main graph
   const std::vector<NodeDef>* nodes = nullptr;
   std::string prefix;  // "" or "f/"
-  base::FlatHashMap<absl::string_view, const NodeDef*> by_name;  // views into *nodes
+  // Views into *nodes; only for bodies of more than kScanMax nodes: the
+  // few nodes of most bodies are found by comparing names (FindNode).
+  static constexpr size_t kScanMax = 16;
+  base::FlatHashMap<absl::string_view, const NodeDef*> by_name;
+
+  const NodeDef* FindNode(absl::string_view name) const {
+    if (nodes->size() <= kScanMax) {
+      for (const NodeDef& n : *nodes)
+        if (absl::string_view(n.name) == name) return &n;
+      return nullptr;
+    }
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  }
   base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
   size_t emitted_by_sites = 0;  // the nodes their Invokes become
 
@@ -223,8 +236,10 @@ class Staticizer {
     s.function = f;
     s.nodes = &nodes;
     if (f != nullptr) s.prefix = absl::StrCat(f->signature.name, "/");
-    s.by_name.reserve(nodes.size());
-    for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
+    if (nodes.size() > Scope::kScanMax) {
+      s.by_name.reserve(nodes.size());
+      for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
+    }
     return s;
   }
 
@@ -282,11 +297,11 @@ class Staticizer {
   absl::Status RewriteInput(const Scope& scope, const NodeDef& consumer, const std::string& input,
                             std::vector<std::string>& out) const {
     TDF_ASSIGN_OR_RETURN(InputView ref, ParseInputView(input));
-    auto producer = scope.by_name.find(ref.node);
-    if (producer == scope.by_name.end())
+    const NodeDef* producer = scope.FindNode(ref.node);
+    if (producer == nullptr)
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "' names no node of ", scope.Where()));
-    if (producer->second->op != kInvoke) {
+    if (producer->op != kInvoke) {
       if (ref.is_control) {
         out.push_back(Concat({"^", scope.prefix, ref.node}));
       } else if (ref.port == 0) {
