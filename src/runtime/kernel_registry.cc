@@ -1,7 +1,7 @@
 #include <array>
 
+#include "base/hash_tables.h"
 #include "base/sync.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "tdf/kernel.h"
 
@@ -9,9 +9,10 @@ namespace tdf {
 
 // The factories by op, then by device type: found by the node's op as a
 // string_view (the std::map's key built a std::string and compared strings
-// down a tree, under a mutex, for every node of a Session::Create).
+// down a tree, under a mutex, for every node of a Session::Create). A
+// base::FlatHashMap: the first Create may build it while allocations fail.
 struct KernelRegistry::Snapshot {
-  absl::flat_hash_map<std::string, std::array<std::shared_ptr<const KernelFactory>, 2>> by_op;
+  base::FlatHashMap<std::string, std::array<std::shared_ptr<const KernelFactory>, 2>> by_op;
 };
 
 KernelRegistry* KernelRegistry::Global() {
