@@ -206,7 +206,8 @@ TEST(NodeIndexTest, ShortAndLongLists) {
   for (int size : {1, 2, 16, 17, 40}) {
     std::vector<NodeDef> nodes;
     nodes.push_back(N("n0", "Const"));
-    for (int i = 1; i < size; ++i) nodes.push_back(N("n" + std::to_string(i), "Identity", {"n" + std::to_string(i - 1)}));
+    for (int i = 1; i < size; ++i)
+      nodes.push_back(N("n" + std::to_string(i), "Identity", {"n" + std::to_string(i - 1)}));
     absl::StatusOr<NodeIndex> index = NodeIndex::Build(nodes);
     ASSERT_TRUE(index.ok()) << size << ": " << index.status();
     for (int i = 0; i < size; ++i) {
