@@ -16,11 +16,13 @@
 #ifndef TDF_KERNEL_H_
 #define TDF_KERNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -118,8 +120,19 @@ class KernelRegistry {
   bool Has(const std::string& op, Device::Type device) const;
 
  private:
+  // Session::Create looks a kernel up per node: it reads an immutable,
+  // hashed snapshot of the factories without the mutex, rebuilt on the
+  // first lookup after a registration (registrations are few and early).
+  struct Snapshot;
+  const Snapshot* CurrentSnapshot() const;
+
   mutable absl::Mutex mu_;
-  std::map<std::pair<std::string, Device::Type>, KernelFactory> factories_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, Device::Type>, std::shared_ptr<const KernelFactory>> factories_
+      ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<const Snapshot*> snapshot_{nullptr};
+  // Snapshots replaced by a registration: a lookup may still be reading
+  // one, and the registry lives as long as the process.
+  mutable std::vector<std::shared_ptr<const Snapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
 };
 
 /// Defined in src/runtime/kernels/; called by KernelRegistry::Global().

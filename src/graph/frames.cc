@@ -1,6 +1,5 @@
 #include "graph/frames.h"
 
-#include <deque>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,7 +23,7 @@ struct OutEdge {
 // inference on a 10^6-node graph.
 enum class FrameRole : uint8_t { kPlain, kEnter, kExit, kNextIteration, kCall, kReturn };
 
-FrameRole RoleOf(const std::string& op) {
+FrameRole RoleOf(absl::string_view op) {  // string_view: compared inline, not by compare()
   switch (op.size()) {
     case 4:
       return op == "Exit" ? FrameRole::kExit : op == "Call" ? FrameRole::kCall : FrameRole::kPlain;
@@ -48,8 +47,7 @@ class FrameInference {
     BlockInfo top;
     if (!body_name_.empty()) {
       top.kind = BlockInfo::Kind::kFunction;
-      top.name = body_name_;
-      function_blocks_.emplace(body_name_, 0);
+      top.name = body_name_;  // block 0: FunctionBlock finds it without a table per body
     }
     info_.blocks.push_back(top);
     info_.block_of_node.assign(nodes_.size(), -1);
@@ -57,7 +55,11 @@ class FrameInference {
     for (size_t i = 0; i < nodes_.size(); ++i) roles_[i] = RoleOf(nodes_[i].op);
     BuildEdges();
 
-    std::deque<int> work;
+    // A FIFO as a vector and its head: a std::deque allocated twice per
+    // function body validated.
+    std::vector<int> work;
+    work.reserve(nodes_.size());
+    size_t head = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (!nodes_[i].input.empty()) continue;
       int block = 0;
@@ -78,9 +80,8 @@ class FrameInference {
       work.push_back(static_cast<int>(i));
     }
     absl::Status misplaced;
-    while (!work.empty()) {
-      const int src = work.front();
-      work.pop_front();
+    while (head < work.size()) {
+      const int src = work[head++];
       const NodeDef& node = nodes_[src];
       const int block = info_.block_of_node[src];
       if ((roles_[src] == FrameRole::kExit || roles_[src] == FrameRole::kNextIteration) &&
@@ -138,6 +139,7 @@ class FrameInference {
   // `name` views a string that outlives the inference (an attribute of a
   // node, or the body's name).
   int FunctionBlock(absl::string_view name) {
+    if (!body_name_.empty() && name == body_name_) return 0;
     auto it = function_blocks_.find(name);
     if (it != function_blocks_.end()) return it->second;
     BlockInfo b;

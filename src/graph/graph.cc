@@ -85,6 +85,14 @@ absl::Status WithNodeLabel(const NodeDef& node, const absl::Status& s) {
 }
 
 const AttrValue* NodeDef::FindAttr(absl::string_view attr_name) const {
+  // Most nodes have a few attributes: a scan that compares lengths first
+  // calls memcmp less often than the tree's comparisons (Session::Create
+  // looks several up per node, in every pass).
+  if (attr.size() <= 4) {
+    for (const auto& [key, value] : attr)
+      if (absl::string_view(key) == attr_name) return &value;
+    return nullptr;
+  }
   auto it = attr.find(attr_name);
   return it == attr.end() ? nullptr : &it->second;
 }

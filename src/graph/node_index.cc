@@ -1,5 +1,7 @@
 #include "graph/node_index.h"
 
+#include <string.h>
+
 #include "absl/strings/numbers.h"
 #include "base/hash_tables.h"
 #include "absl/strings/str_cat.h"
@@ -13,13 +15,29 @@ absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
     ref.is_control = true;
     s.remove_prefix(1);
   }
-  size_t colon = s.rfind(':');
-  if (colon != absl::string_view::npos && !ref.is_control) {
-    int port = 0;
-    if (!absl::SimpleAtoi(s.substr(colon + 1), &port) || port < 0)
-      return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
-    ref.port = port;
-    s = s.substr(0, colon);
+  if (!ref.is_control) {
+    // The last ':' by memrchr, not absl::string_view::rfind (out of line,
+    // a byte at a time; every input is parsed several times per
+    // Session::Create); a port of plain digits is read here, anything else
+    // as SimpleAtoi reads it.
+    const void* last = s.empty() ? nullptr : memrchr(s.data(), ':', s.size());
+    if (last != nullptr) {
+      const size_t colon = static_cast<const char*>(last) - s.data() + 1;  // one past the ':'
+      const absl::string_view digits = s.substr(colon);
+      int port = 0;
+      bool plain = !digits.empty() && digits.size() <= 9;
+      for (char c : digits) {
+        if (c < '0' || c > '9') {
+          plain = false;
+          break;
+        }
+        port = port * 10 + (c - '0');
+      }
+      if (!plain && (!absl::SimpleAtoi(digits, &port) || port < 0))
+        return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
+      ref.port = port;
+      s = s.substr(0, colon - 1);
+    }
   }
   if (s.empty()) return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': empty node name"));
   ref.node = s;
@@ -28,14 +46,25 @@ absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
 
 absl::StatusOr<NodeIndex> NodeIndex::Build(const std::vector<NodeDef>& nodes) {
   NodeIndex index;
-  // Sized in its constructor, not grown: the largest table of a big
-  // graph's Session::Create, and safe so out of memory (base/hash_tables.h).
-  index.by_name_ = decltype(index.by_name_)(base::BucketsFor(nodes.size()));
   size_t total_inputs = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!index.by_name_.emplace(nodes[i].name, static_cast<int32_t>(i)).second)
-      return NodeError(nodes[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
-    total_inputs += nodes[i].input.size();
+  if (!nodes.empty() && nodes.size() <= kLinearMax) {
+    index.linear_ = nodes.data();
+    index.linear_size_ = nodes.size();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (size_t j = 0; j < i; ++j)
+        if (nodes[j].name == nodes[i].name)
+          return NodeError(nodes[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
+      total_inputs += nodes[i].input.size();
+    }
+  } else {
+    // Sized in its constructor, not grown: the largest table of a big
+    // graph's Session::Create, and safe so out of memory (base/hash_tables.h).
+    index.by_name_ = decltype(index.by_name_)(base::BucketsFor(nodes.size()));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!index.by_name_.emplace(nodes[i].name, static_cast<int32_t>(i)).second)
+        return NodeError(nodes[i], absl::StatusCode::kInvalidArgument, "duplicate node name");
+      total_inputs += nodes[i].input.size();
+    }
   }
   index.offsets_.reserve(nodes.size() + 1);
   index.inputs_.reserve(total_inputs);
@@ -56,6 +85,11 @@ absl::StatusOr<NodeIndex> NodeIndex::Build(const std::vector<NodeDef>& nodes) {
 }
 
 int32_t NodeIndex::Find(absl::string_view name) const {
+  if (linear_ != nullptr) {
+    for (size_t i = 0; i < linear_size_; ++i)
+      if (absl::string_view(linear_[i].name) == name) return static_cast<int32_t>(i);
+    return -1;
+  }
   auto it = by_name_.find(name);
   return it == by_name_.end() ? -1 : it->second;
 }

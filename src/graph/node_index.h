@@ -48,6 +48,12 @@ class NodeIndex {
   size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
 
  private:
+  // Lists of up to kLinearMax nodes (most function bodies) are searched by
+  // name, without a table: building and probing a hash table cost more
+  // than comparing a few names (Session::Create validates every body).
+  static constexpr size_t kLinearMax = 16;
+  const NodeDef* linear_ = nullptr;  // such a list's first node; null: by_name_
+  size_t linear_size_ = 0;
   base::FlatHashMap<absl::string_view, int32_t> by_name_;
   std::vector<uint32_t> offsets_;  // node i's inputs: [offsets_[i], offsets_[i + 1])
   std::vector<ResolvedInput> inputs_;

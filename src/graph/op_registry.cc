@@ -39,10 +39,17 @@ absl::StatusOr<DType> TypeFromAttrT(const InferenceContext& ctx, absl::Span<cons
   return *t;
 }
 
-std::vector<int> AllInputs(const InferenceContext& ctx) {
-  std::vector<int> v(ctx.input_types.size());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int>(i);
-  return v;
+// TypeFromAttrT over every input, without a list of their indices to
+// allocate (every Merge, Call, Enter... of a graph, in each Create).
+absl::StatusOr<DType> TypeFromAttrTAllInputs(const InferenceContext& ctx) {
+  absl::StatusOr<DType> t = ctx.node.GetType("T");
+  if (!t.ok()) return t.status();
+  for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+    if (ctx.input_types[i] != DType::kInvalid && ctx.input_types[i] != *t)
+      return Err(absl::StrCat("dtype mismatch: input ", i, " is ", DTypeName(ctx.input_types[i]), ", attr T is ",
+                              DTypeName(*t)));
+  }
+  return *t;
 }
 
 absl::Status RequireInput(const InferenceContext& ctx, int i, DType want, absl::string_view what) {
@@ -69,8 +76,7 @@ TypeInferenceFn Fixed(Types types) {
 // Output types = attr T repeated `n` times, inputs all of type T.
 TypeInferenceFn AttrT(int n, std::vector<int> typed_inputs = {}, bool all_inputs = true) {
   return [n, typed_inputs, all_inputs](const InferenceContext& ctx) -> absl::StatusOr<Types> {
-    std::vector<int> check = all_inputs ? AllInputs(ctx) : typed_inputs;
-    absl::StatusOr<DType> t = TypeFromAttrT(ctx, check);
+    absl::StatusOr<DType> t = all_inputs ? TypeFromAttrTAllInputs(ctx) : TypeFromAttrT(ctx, typed_inputs);
     if (!t.ok()) return t.status();
     return Types(n, *t);
   };
@@ -308,7 +314,7 @@ void RegisterControlFlowOps(OpRegistry& r) {
              .Doc("Outputs (false, true): the data goes to the output the predicate selects; the other is dead."));
   Add(r, OpSchema("Merge").Kind(OpKind::kMerge).InputsRange(1, -1).Attr("T", "type")
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
-               absl::StatusOr<DType> t = TypeFromAttrT(ctx, AllInputs(ctx));
+               absl::StatusOr<DType> t = TypeFromAttrTAllInputs(ctx);
                if (!t.ok()) return t.status();
                return Types{*t, DType::kInt32};
              })
@@ -326,7 +332,7 @@ void RegisterControlFlowOps(OpRegistry& r) {
   Add(r, OpSchema("Call").Kind(OpKind::kCall).InputsRange(0, 1).Attr("T", "type").Attr("function", "string")
              .Attr("call_site", "int").Attr("arg_index", "int")
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
-               absl::StatusOr<DType> t = TypeFromAttrT(ctx, AllInputs(ctx));
+               absl::StatusOr<DType> t = TypeFromAttrTAllInputs(ctx);
                if (!t.ok()) return t.status();
                return Types{*t};
              })
@@ -378,7 +384,7 @@ void RegisterControlFlowOps(OpRegistry& r) {
              .Doc("Argument `index` of the enclosing function."));
   Add(r, OpSchema("Retval").Kind(OpKind::kRetval).Inputs(1).Attr("T", "type").Attr("index", "int").Infer(
              [](const InferenceContext& ctx) -> absl::StatusOr<Types> {
-               absl::StatusOr<DType> t = TypeFromAttrT(ctx, AllInputs(ctx));
+               absl::StatusOr<DType> t = TypeFromAttrTAllInputs(ctx);
                if (!t.ok()) return t.status();
                return Types{};
              })

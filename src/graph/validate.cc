@@ -20,7 +20,7 @@ namespace {
 // The state ops whose variable input is checked. By length first: five
 // string compares per node were a fifth of the body checks on a 10^6-node
 // graph.
-bool ReadsOrWritesAVariable(const std::string& op) {
+bool ReadsOrWritesAVariable(absl::string_view op) {
   switch (op.size()) {
     case 4:
       return op == "Read";
@@ -46,14 +46,42 @@ struct Edge {
   bool is_back;  // closes a loop (NextIteration) or a recursion (Call/Return)
 };
 
+// A BodyValidator's per-node vectors, shared by the validators of one
+// graph's bodies one after another: allocated per body, they were a dozen
+// allocations for each of 10^4 small functions.
+struct BodyBuffers {
+  std::vector<const OpSchema*> schemas;
+  std::vector<Edge> edges;
+  std::vector<uint32_t> edge_offsets;
+  std::vector<int> topo;
+  std::vector<std::vector<DType>> types;
+  std::vector<DType> input_types;
+  std::vector<int> pending, out_begin, out, fill;  // CheckAcyclic's
+};
+
 // Validates one list of nodes: the main graph (function == nullptr) or the
 // body of `function`.
 class BodyValidator {
  public:
-  // `ops` may be shared by the validators of one graph's bodies.
+  // `ops` and `buffers` may be shared by the validators of one graph's
+  // bodies (one at a time).
   BodyValidator(const std::vector<NodeDef>& nodes, const FunctionDef* function, const FunctionLibrary& library,
-                OpSchemaCache& ops)
-      : nodes_(nodes), function_(function), library_(library), ops_(ops) {}
+                OpSchemaCache& ops, BodyBuffers& buffers)
+      : nodes_(nodes),
+        function_(function),
+        library_(library),
+        ops_(ops),
+        buffers_(buffers),
+        schemas_(buffers.schemas),
+        edges_(buffers.edges),
+        edge_offsets_(buffers.edge_offsets),
+        topo_(buffers.topo),
+        types_(buffers.types),
+        input_types_(buffers.input_types) {
+    edges_.clear();
+    edge_offsets_.clear();
+    topo_.clear();
+  }
 
   absl::Status Run() {
     TDF_RETURN_IF_ERROR(CheckNodesAndInputs());
@@ -73,7 +101,7 @@ class BodyValidator {
     TDF_RETURN_IF_ERROR(CheckNodesAndInputs());
     TDF_RETURN_IF_ERROR(CheckAcyclic());
     TDF_RETURN_IF_ERROR(InferAndCheckTypes());
-    return types_;
+    return std::move(types_);
   }
 
  private:
@@ -93,7 +121,7 @@ class BodyValidator {
       const OpKind kind = schemas_[i]->kind();
       if (function_ == nullptr && (kind == OpKind::kArg || kind == OpKind::kRetval))
         return Invalid(n, absl::StrCat(n.op, " outside a function body"));
-      if (function_ != nullptr && (kind == OpKind::kVariable || n.op == "Placeholder"))
+      if (function_ != nullptr && (kind == OpKind::kVariable || absl::string_view(n.op) == "Placeholder"))
         return Invalid(n, absl::StrCat(n.op, " inside a function body; ",
                                        kind == OpKind::kVariable ? "create variables in the main graph"
                                                                  : "pass the value as an argument"));
@@ -130,9 +158,11 @@ class BodyValidator {
   // Kahn's algorithm over the forward edges; fills topo_.
   absl::Status CheckAcyclic() {
     const int n = static_cast<int>(nodes_.size());
-    std::vector<int> pending(n, 0);
+    std::vector<int>& pending = buffers_.pending;
+    pending.assign(n, 0);
     // Forward out edges by producer: node i's consumers are out[out_begin[i], out_begin[i + 1]).
-    std::vector<int> out_begin(n + 1, 0);
+    std::vector<int>& out_begin = buffers_.out_begin;
+    out_begin.assign(n + 1, 0);
     for (int i = 0; i < n; ++i) {
       for (const Edge& e : in_edges(i)) {
         if (e.is_back) continue;
@@ -141,9 +171,11 @@ class BodyValidator {
       }
     }
     for (int i = 0; i < n; ++i) out_begin[i + 1] += out_begin[i];
-    std::vector<int> out(out_begin[n]);
+    std::vector<int>& out = buffers_.out;
+    out.resize(out_begin[n]);  // every entry written below
     {
-      std::vector<int> fill(out_begin.begin(), out_begin.end() - 1);
+      std::vector<int>& fill = buffers_.fill;
+      fill.assign(out_begin.begin(), out_begin.end() - 1);
       for (int i = 0; i < n; ++i)
         for (const Edge& e : in_edges(i))
           if (!e.is_back) out[fill[e.src]++] = i;
@@ -347,13 +379,14 @@ class BodyValidator {
   const FunctionDef* function_;
   const FunctionLibrary& library_;
   OpSchemaCache& ops_;
+  BodyBuffers& buffers_;
   NodeIndex index_;
-  std::vector<const OpSchema*> schemas_;
-  std::vector<Edge> edges_;  // node i's inputs: [edge_offsets_[i], edge_offsets_[i + 1])
-  std::vector<uint32_t> edge_offsets_;
-  std::vector<int> topo_;
-  std::vector<std::vector<DType>> types_;
-  std::vector<DType> input_types_;  // InferNode's
+  std::vector<const OpSchema*>& schemas_;
+  std::vector<Edge>& edges_;  // node i's inputs: [edge_offsets_[i], edge_offsets_[i + 1])
+  std::vector<uint32_t>& edge_offsets_;
+  std::vector<int>& topo_;
+  std::vector<std::vector<DType>>& types_;
+  std::vector<DType>& input_types_;  // InferNode's
 };
 
 absl::Status InFunction(const std::string& name, const absl::Status& s) {
@@ -363,7 +396,8 @@ absl::Status InFunction(const std::string& name, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
 }
 
-absl::Status ValidateFunctionWith(const FunctionDef& function, const FunctionLibrary& library, OpSchemaCache& ops) {
+absl::Status ValidateFunctionWith(const FunctionDef& function, const FunctionLibrary& library, OpSchemaCache& ops,
+                                  BodyBuffers& buffers) {
   const FunctionSignature& sig = function.signature;
   if (sig.name.empty()) return absl::InvalidArgumentError("a function has an empty name");
   if (!function.defined)
@@ -376,28 +410,32 @@ absl::Status ValidateFunctionWith(const FunctionDef& function, const FunctionLib
                                                        " has an invalid dtype"));
     }
   }
-  return InFunction(sig.name, BodyValidator(function.node, &function, library, ops).Run());
+  return InFunction(sig.name, BodyValidator(function.node, &function, library, ops, buffers).Run());
 }
 
 }  // namespace
 
 absl::Status ValidateFunction(const FunctionDef& function, const FunctionLibrary& library) {
   OpSchemaCache ops;
-  return ValidateFunctionWith(function, library, ops);
+  BodyBuffers buffers;
+  return ValidateFunctionWith(function, library, ops, buffers);
 }
 
 absl::StatusOr<std::vector<std::vector<DType>>> InferOutputTypes(const std::vector<NodeDef>& nodes,
                                                                  const FunctionDef* function,
                                                                  const FunctionLibrary& library) {
   OpSchemaCache ops;
-  absl::StatusOr<std::vector<std::vector<DType>>> types = BodyValidator(nodes, function, library, ops).InferTypes();
+  BodyBuffers buffers;
+  absl::StatusOr<std::vector<std::vector<DType>>> types =
+      BodyValidator(nodes, function, library, ops, buffers).InferTypes();
   if (function != nullptr && !types.ok()) return InFunction(function->signature.name, types.status());
   return types;
 }
 
 absl::Status Validate(const Graph& graph) {
   OpSchemaCache ops;  // one registry lookup per op of the graph, not per node
-  TDF_RETURN_IF_ERROR(BodyValidator(graph.node, nullptr, graph.library, ops).Run());
+  BodyBuffers buffers;
+  TDF_RETURN_IF_ERROR(BodyValidator(graph.node, nullptr, graph.library, ops, buffers).Run());
   for (const auto& [name, f] : graph.library.functions()) {
     if (name != f.signature.name)
       return absl::InvalidArgumentError(
@@ -405,7 +443,7 @@ absl::Status Validate(const Graph& graph) {
     // A declared-only function is fine until something calls it; the Invoke
     // check reports that call.
     if (!f.defined) continue;
-    TDF_RETURN_IF_ERROR(ValidateFunctionWith(f, graph.library, ops));
+    TDF_RETURN_IF_ERROR(ValidateFunctionWith(f, graph.library, ops, buffers));
   }
   return absl::OkStatus();
 }

@@ -102,7 +102,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionM
   for (const NodeInfo& info : exe->info) {
     if (info.def == nullptr) continue;
     note_device(info.def->device);
-    if (info.def->op == "CopyToDevice") {
+    if (absl::string_view(info.def->op) == "CopyToDevice") {  // length first, inline
       const AttrValue* v = info.def->FindAttr("device");
       const std::string* name = v != nullptr ? v->get_if<std::string>() : nullptr;
       if (name != nullptr) note_device(*name);

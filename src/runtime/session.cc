@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   // ones) is its own transformation, its library never runs: the nodes are
   // taken as they are, without the transformation's renaming pass.
   const bool calls = std::any_of(graph.node.begin(), graph.node.end(),
-                                 [](const NodeDef& n) { return n.op == "Invoke"; });
+                                 [](const NodeDef& n) { return absl::string_view(n.op) == "Invoke"; });
   Graph executable;
   std::vector<std::pair<std::string, std::vector<std::string>>> invoke_returns;
   if (options.mode == ExecutionMode::kStatic && calls) {

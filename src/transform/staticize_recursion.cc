@@ -10,6 +10,7 @@
 // Merge list every site of its function, including sites in bodies emitted
 // later.
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -29,6 +30,21 @@ namespace {
 constexpr absl::string_view kInvoke = "Invoke";
 constexpr absl::string_view kArg = "Arg";
 constexpr absl::string_view kRetval = "Retval";
+
+// The pieces of an output name or input, joined with one allocation.
+// absl::StrCat sizes its result by resize(), which with Debian's libstdc++
+// zero-fills it first; the pass builds a few strings per node.
+std::string Concat(std::initializer_list<absl::string_view> parts) {
+  size_t size = 0;
+  for (absl::string_view p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (absl::string_view p : parts) out.append(p.data(), p.size());
+  return out;
+}
+
+// A number as Concat takes it (`Num(i).Piece()`).
+using Num = absl::AlphaNum;
 
 // A function's Arg and Retval nodes by index.
 struct FunctionInfo {
@@ -80,7 +96,20 @@ struct Scope {
   const FunctionDef* function = nullptr;  // null: the main graph
   const std::vector<NodeDef>* nodes = nullptr;
   std::string prefix;  // "" or "f/"
-  base::FlatHashMap<absl::string_view, const NodeDef*> by_name;  // views into *nodes
+  // Views into *nodes; only for bodies of more than kScanMax nodes: the
+  // few nodes of most bodies are found by comparing names (FindNode).
+  static constexpr size_t kScanMax = 16;
+  base::FlatHashMap<absl::string_view, const NodeDef*> by_name;
+
+  const NodeDef* FindNode(absl::string_view name) const {
+    if (nodes->size() <= kScanMax) {
+      for (const NodeDef& n : *nodes)
+        if (absl::string_view(n.name) == name) return &n;
+      return nullptr;
+    }
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  }
   base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
   size_t emitted_by_sites = 0;  // the nodes their Invokes become
 
@@ -207,8 +236,10 @@ class Staticizer {
     s.function = f;
     s.nodes = &nodes;
     if (f != nullptr) s.prefix = absl::StrCat(f->signature.name, "/");
-    s.by_name.reserve(nodes.size());
-    for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
+    if (nodes.size() > Scope::kScanMax) {
+      s.by_name.reserve(nodes.size());
+      for (const NodeDef& n : nodes) s.by_name.emplace(n.name, &n);
+    }
     return s;
   }
 
@@ -223,7 +254,7 @@ class Staticizer {
       if (node.op != kInvoke) continue;
       TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
       Site site;
-      site.name = absl::StrCat(scope.prefix, node.name);  // one allocation; operator+ made two
+      site.name = Concat({scope.prefix, node.name});  // one allocation; operator+ made two
       site.callee = f;
       TDF_ASSIGN_OR_RETURN(site.args,
                            SplitIndices(node, "partial_args", static_cast<int>(f->signature.inputs.size())));
@@ -266,17 +297,17 @@ class Staticizer {
   absl::Status RewriteInput(const Scope& scope, const NodeDef& consumer, const std::string& input,
                             std::vector<std::string>& out) const {
     TDF_ASSIGN_OR_RETURN(InputView ref, ParseInputView(input));
-    auto producer = scope.by_name.find(ref.node);
-    if (producer == scope.by_name.end())
+    const NodeDef* producer = scope.FindNode(ref.node);
+    if (producer == nullptr)
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "' names no node of ", scope.Where()));
-    if (producer->second->op != kInvoke) {
+    if (producer->op != kInvoke) {
       if (ref.is_control) {
-        out.push_back(absl::StrCat("^", scope.prefix, ref.node));
+        out.push_back(Concat({"^", scope.prefix, ref.node}));
       } else if (ref.port == 0) {
-        out.push_back(absl::StrCat(scope.prefix, ref.node));
+        out.push_back(Concat({scope.prefix, ref.node}));
       } else {
-        out.push_back(absl::StrCat(scope.prefix, ref.node, ":", ref.port));
+        out.push_back(Concat({scope.prefix, ref.node, ":", Num(ref.port).Piece()}));
       }
       return absl::OkStatus();
     }
@@ -284,14 +315,14 @@ class Staticizer {
     const int y = static_cast<int>(site.results.size());
     if (ref.is_control) {
       // "After S" means after every result of S.
-      for (int r : site.results) out.push_back(absl::StrCat("^", site.name, "/return_", r));
+      for (int r : site.results) out.push_back(Concat({"^", site.name, "/return_", Num(r).Piece()}));
       return absl::OkStatus();
     }
     if (ref.port >= y)
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "': '", site.callee->signature.name, "' has only ", y,
                                     " results"));
-    out.push_back(absl::StrCat(site.name, "/return_", site.results[ref.port]));
+    out.push_back(Concat({site.name, "/return_", Num(site.results[ref.port]).Piece()}));
     return absl::OkStatus();
   }
 
@@ -310,34 +341,41 @@ class Staticizer {
       call.name = std::move(name);
       call.op = "Call";
       call.input = std::move(inputs);
-      call.attr = {{"T", t}, {"function", fname}, {"call_site", site.index}, {"arg_index", arg_index}};
+      // In key order, each entry built in place (an initializer list
+      // builds each one and then copies it into the map).
+      call.attr.emplace_hint(call.attr.end(), "T", t);
+      call.attr.emplace_hint(call.attr.end(), "arg_index", arg_index);
+      call.attr.emplace_hint(call.attr.end(), "call_site", site.index);
+      call.attr.emplace_hint(call.attr.end(), "function", fname);
       call.device = invoke.device;
       calls.push_back(call.name);
       Append(scope, std::move(call));
     };
     if (x == 0) {
       // The invocation still needs a Call to create its frame.
-      add_call(absl::StrCat(site.name, "/call"), DType::kBool, -1, control);
+      add_call(Concat({site.name, "/call"}), DType::kBool, -1, control);
     }
     for (int k = 0; k < x; ++k) {
       const int j = site.args[k];
       std::vector<std::string> inputs = {data[k]};
       inputs.insert(inputs.end(), control.begin(), control.end());
-      add_call(absl::StrCat(site.name, "/call_", j), sig.inputs[j].type, j, std::move(inputs));
+      add_call(Concat({site.name, "/call_", Num(j).Piece()}), sig.inputs[j].type, j, std::move(inputs));
     }
     const FunctionInfo& info = functions_.at(fname);
     for (int r : site.results) {
       NodeDef ret;
       // Session::Create resolves fetches of a main-graph Invoke to these
       // names (session.cc, MainInvokeReturns): keep the two in step.
-      ret.name = absl::StrCat(site.name, "/return_", r);
+      ret.name = Concat({site.name, "/return_", Num(r).Piece()});
       ret.op = "Return";
-      ret.input.push_back(absl::StrCat(fname, "/", info.retvals[r]->name));
+      ret.input.push_back(Concat({fname, "/", info.retvals[r]->name}));
       // Call_i -> Return_i: a dead argument skips the body and comes back
       // dead through the Return (design.md §2.5).
-      for (const std::string& c : calls) ret.input.push_back(absl::StrCat("^", c));
-      ret.attr = {{"T", sig.outputs[r].type}, {"function", fname}, {"call_site", site.index},
-                  {"result_index", static_cast<int64_t>(r)}};
+      for (const std::string& c : calls) ret.input.push_back(Concat({"^", c}));
+      ret.attr.emplace_hint(ret.attr.end(), "T", sig.outputs[r].type);
+      ret.attr.emplace_hint(ret.attr.end(), "call_site", site.index);
+      ret.attr.emplace_hint(ret.attr.end(), "function", fname);
+      ret.attr.emplace_hint(ret.attr.end(), "result_index", static_cast<int64_t>(r));
       ret.device = invoke.device;
       Append(scope, std::move(ret));
     }
@@ -352,7 +390,7 @@ class Staticizer {
         continue;
       }
       NodeDef copy;
-      copy.name = absl::StrCat(scope.prefix, node.name);
+      copy.name = Concat({scope.prefix, node.name});
       copy.device = node.device;
       if (scope.function != nullptr && node.op == kArg) {
         // Argument j of every invocation arrives through S/call_j of its site.
@@ -360,7 +398,7 @@ class Staticizer {
         copy.op = "Merge";
         copy.attr = {{"T", scope.function->signature.inputs[j].type}};
         for (const SiteRecord& site : sites_of_.at(fname)) {
-          if (site.supplied[j] != 0) copy.input.push_back(absl::StrCat(site.name, "/call_", j));
+          if (site.supplied[j] != 0) copy.input.push_back(Concat({site.name, "/call_", Num(j).Piece()}));
         }
         if (copy.input.empty())
           return NodeError(node, absl::StatusCode::kUnimplemented,
@@ -375,7 +413,7 @@ class Staticizer {
       } else {
         copy.op = node.op;
         copy.attr = node.attr;
-        if (scope.function != nullptr && node.op == "Enter") {
+        if (scope.function != nullptr && absl::string_view(node.op) == "Enter") {
           // One body holds the loops of every invocation; the prefix keeps
           // frame names unique across functions.
           TDF_ASSIGN_OR_RETURN(std::string frame, node.GetString("frame_name"));

@@ -68,6 +68,31 @@ TEST(ParseInputViewTest, Errors) {
   ExpectInvalid(ParseInputView("^").status(), "malformed input '^': empty node name");
 }
 
+// Ports of plain digits are read inline, anything else by SimpleAtoi: the
+// two readings agree at their border.
+TEST(ParseInputViewTest, PortForms) {
+  struct Case {
+    const char* text;
+    const char* node;
+    int port;
+  };
+  for (const Case& c : {Case{"a:0", "a", 0}, Case{"a:007", "a", 7}, Case{"a:123456789", "a", 123456789},
+                        Case{"a:1234567890", "a", 1234567890}, Case{"a:1:2", "a:1", 2}, Case{"f/g:10", "f/g", 10}}) {
+    absl::StatusOr<InputView> v = ParseInputView(c.text);
+    ASSERT_TRUE(v.ok()) << c.text << ": " << v.status();
+    EXPECT_EQ(v->node, c.node) << c.text;
+    EXPECT_EQ(v->port, c.port) << c.text;
+  }
+  ExpectInvalid(ParseInputView("a:").status(), "malformed input 'a:': bad port");
+  ExpectInvalid(ParseInputView("a:2147483648").status(), "malformed input 'a:2147483648': bad port");
+  ExpectInvalid(ParseInputView("a:1x").status(), "malformed input 'a:1x': bad port");
+  // A control input has no port: its name keeps the colon (and names no node).
+  absl::StatusOr<InputView> control = ParseInputView("^a:1");
+  ASSERT_TRUE(control.ok()) << control.status();
+  EXPECT_EQ(control->node, "a:1");
+  EXPECT_TRUE(control->is_control);
+}
+
 // The point of InputView is to avoid copying: the name must alias the input.
 TEST(ParseInputViewTest, ViewPointsIntoArgument) {
   const std::string text = "^some/long_node_name_beyond_sso";
@@ -173,6 +198,27 @@ TEST(NodeIndexTest, UnknownInput) {
 TEST(NodeIndexTest, MalformedInput) {
   const std::vector<NodeDef> nodes = {N("a", "Const"), N("b", "Identity", {"a:x"})};
   ExpectInvalid(NodeIndex::Build(nodes).status(), "node 'b' (Identity): malformed input 'a:x': bad port");
+}
+
+// Short lists are searched without a table, long ones with one: both
+// sides of the border find every node and report a duplicate.
+TEST(NodeIndexTest, ShortAndLongLists) {
+  for (int size : {1, 2, 16, 17, 40}) {
+    std::vector<NodeDef> nodes;
+    nodes.push_back(N("n0", "Const"));
+    for (int i = 1; i < size; ++i)
+      nodes.push_back(N("n" + std::to_string(i), "Identity", {"n" + std::to_string(i - 1)}));
+    absl::StatusOr<NodeIndex> index = NodeIndex::Build(nodes);
+    ASSERT_TRUE(index.ok()) << size << ": " << index.status();
+    for (int i = 0; i < size; ++i) {
+      EXPECT_EQ(index->Find("n" + std::to_string(i)), i) << size;
+      if (i > 0) ExpectInput(index->inputs(i)[0], i - 1, 0, false);
+    }
+    EXPECT_EQ(index->Find("n"), -1) << size;
+    EXPECT_EQ(index->Find("n" + std::to_string(size)), -1) << size;
+    nodes.push_back(N("n0", "Const"));
+    ExpectInvalid(NodeIndex::Build(nodes).status(), "node 'n0' (Const): duplicate node name");
+  }
 }
 
 TEST(NodeIndexTest, EmptyList) {

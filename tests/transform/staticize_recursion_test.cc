@@ -424,6 +424,36 @@ TEST(StaticizeRecursionError, DanglingInputNamesTheConsumer) {
               HasSubstr("node 'r' (Retval): input 'ghost' names no node of function 'id'"));
 }
 
+// Bodies of more than 16 nodes find producers through a table, smaller
+// ones by comparing names: both rewrite inputs and report dangling ones.
+TEST(StaticizeRecursionError, DanglingInputInALongBody) {
+  for (const int length : {3, 30}) {
+    Graph g = OneCall("id");
+    std::vector<NodeDef> body = {NodeDef{"a", "Arg", {}, {{"T", DType::kInt64}, {"index", 0}}, ""}};
+    std::string last = "a";
+    for (int i = 0; i < length; ++i) {
+      const std::string name = absl::StrCat("i", i);
+      body.push_back(NodeDef{name, "Identity", {last}, {{"T", DType::kInt64}}, ""});
+      last = name;
+    }
+    body.push_back(NodeDef{"r", "Retval", {last}, {{"T", DType::kInt64}, {"index", 0}}, ""});
+    Graph good = g;
+    ASSERT_TRUE(good.library.Define(Unary("id"), body).ok());
+    absl::StatusOr<Graph> out = StaticizeRecursion(good);
+    ASSERT_TRUE(out.ok()) << length << ": " << out.status();
+    const NodeDef* retval = out->FindNode("id/r");
+    ASSERT_NE(retval, nullptr);
+    EXPECT_EQ(retval->input, std::vector<std::string>{absl::StrCat("id/", last)}) << length;
+
+    body.back().input = {"ghost"};
+    ASSERT_TRUE(g.library.Define(Unary("id"), body).ok());
+    out = StaticizeRecursion(g);
+    ASSERT_FALSE(out.ok()) << length;
+    EXPECT_THAT(out.status().message(),
+                HasSubstr("node 'r' (Retval): input 'ghost' names no node of function 'id'")) << length;
+  }
+}
+
 TEST(StaticizeRecursionError, NameClashIsReported) {
   Graph g = OneCall("id");
   NodeDef clash{"x/call_0", "Const", {}, {{"value", Tensor::Scalar<int64_t>(2)}, {"dtype", DType::kInt64}}, ""};

@@ -139,7 +139,10 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         ++(n.kind == NodeKind::kArg ? blk.num_args : blk.num_results);
         break;
       case NodeKind::kKernel: {
-        if (def.op == "Variable") {
+        // string_view: compared by length first, inline (std::string ==
+        // const char* calls compare() for every kernel node).
+        const absl::string_view op = def.op;
+        if (op == "Variable") {
           if (blk.kind != ExecBlock::Kind::kMain)
             return NodeError(def, absl::StatusCode::kInvalidArgument, "a Variable must be in the main graph");
           Info(n).variable = static_cast<int32_t>(exe_->variables.size());
@@ -160,7 +163,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           } else {
             Info(n).device_context = DeviceBackend::Stream(device);
           }
-          if (def.op == "Const") {
+          if (op == "Const") {
             TDF_ASSIGN_OR_RETURN(Info(n).const_value, def.GetTensor("value"));
             // A GPU Const emits its device copy, made by its kernel.
             n.is_const = Info(n).const_value.device().is_cpu() && device.is_cpu();

@@ -155,6 +155,23 @@ class Compiler {
     std::vector<int32_t> member_of;            // Switch -> its group, or -1
   };
   void BuildDeadRegions(ExecBlock& blk, bool skip);  // dead_branches.cc
+  // BuildDeadRegions' and BuildRegionsOneByOne's buffers, kept across the
+  // function blocks of one Compile: built afresh, they were dozens of
+  // allocations per body (10^4 bodies of one Cond: most of the step).
+  struct OneByOneRegion {
+    int32_t group;
+    int32_t port;
+    std::vector<int32_t> in;  // block indices, ascending
+  };
+  struct RegionScratch {
+    RegionInputs inputs;
+    std::vector<int32_t> in_fill;
+    std::vector<OneByOneRegion> regions;  // regions[2 * g + port]; only the first 2 * groups are live
+    std::vector<uint8_t> enabled;
+    std::vector<int32_t> mark, work, regions_begin, regions_list, fill, inside_stamp, inside, touch_stamp,
+        touched_groups, sources;
+  };
+  RegionScratch region_scratch_;
   void BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // dead_branches.cc
   bool BuildNestedRegions(ExecBlock& blk, const RegionInputs& in, int32_t base, bool skip);  // nested_regions.cc
   // Makes the group of Switches `members` (block indices) jump over its

@@ -173,7 +173,7 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   for (int32_t id : blk.nodes)
     any_switch |= nodes[id].kind == NodeKind::kSwitch && !nodes[id].has_invariants && nodes[id].num_data_inputs == 2;
   if (!any_switch) return;
-  RegionInputs in;
+  RegionInputs& in = region_scratch_.inputs;  // reused: every field is reset below
   // Local inputs of every node (by block index) and how many inputs came
   // from elsewhere (arguments, results of calls); and local consumers.
   auto local = [&](const OutEdge& e) { return e.kind == EdgeKind::kLocal && nodes[e.dst].block == blk.id; };
@@ -192,7 +192,8 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
   }
   in.in_list.resize(in.in_begin[size]);
   in.out_list.resize(in.out_begin[size]);
-  std::vector<int32_t> in_fill(in.in_begin.begin(), in.in_begin.end() - 1);
+  std::vector<int32_t>& in_fill = region_scratch_.in_fill;
+  in_fill.assign(in.in_begin.begin(), in.in_begin.end() - 1);
   for (int32_t i = 0, out_fill = 0; i < size; ++i) {
     for (const OutEdge& e : nodes[blk.nodes[i]].edges) {
       if (!local(e)) continue;
@@ -220,6 +221,7 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
     in.eligible[i] = ok;
   }
   // Calls and Returns of each call site (by a Call of the site).
+  in.site_of_return.clear();
   for (int32_t i = 0; i < size; ++i) {
     const NodeBuild& n = nodes[blk.nodes[i]];
     if (n.kind != NodeKind::kCall) continue;
@@ -229,6 +231,7 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
     for (const auto& [ret, slot] : Info(n).site_returns()) in.site_of_return[nodes[ret].index] = calls;
   }
   in.returns_of_call.resize(size);
+  for (std::vector<int32_t>& returns : in.returns_of_call) returns.clear();
   for (const auto& [ret, calls] : in.site_of_return)
     for (int32_t c : calls) in.returns_of_call[c].push_back(ret);
   // Groups: Switches by predicate producer (block index, port).
@@ -240,7 +243,8 @@ void Compiler::BuildDeadRegions(ExecBlock& blk, bool skip) {
       if (x.input == 1 && x.port >= 0) by_pred[{x.src, x.port}].push_back(i);  // the predicate's producer
     }
   }
-  for (auto& [key, members] : by_pred) in.groups.push_back(members);
+  in.groups.clear();
+  for (auto& [key, members] : by_pred) in.groups.push_back(std::move(members));
   in.member_of.assign(size, -1);  // a Switch has one predicate: one group
   for (size_t g = 0; g < in.groups.size(); ++g)
     for (int32_t m : in.groups[g]) in.member_of[m] = static_cast<int32_t>(g);
@@ -288,21 +292,24 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
   // of K Conds has 2K regions, and K flags each cost K^2 (10^4 Conds: GBs).
   // Membership is read through `mark` (mark[v] == stamp: in the region
   // being built or read).
-  struct Region {
-    int32_t group;
-    int32_t port;
-    std::vector<int32_t> in;  // block indices, ascending
-  };
-  std::vector<uint8_t> enabled(groups.size(), 1);
-  std::vector<Region> regions;  // regions[2 * g + port]
-  regions.reserve(2 * groups.size());
-  std::vector<int32_t> mark(size, 0);
+  // (OneByOneRegion, compiler.h.) Buffers from region_scratch_, reset here.
+  using Region = OneByOneRegion;
+  RegionScratch& scratch = region_scratch_;
+  std::vector<uint8_t>& enabled = scratch.enabled;
+  enabled.assign(groups.size(), 1);
+  if (scratch.regions.size() < 2 * groups.size()) scratch.regions.resize(2 * groups.size());
+  const absl::Span<Region> regions = absl::MakeSpan(scratch.regions.data(), 2 * groups.size());  // [2 * g + port]
+  std::vector<int32_t>& mark = scratch.mark;
+  mark.assign(size, 0);
   int32_t stamp = 0;
-  std::vector<int32_t> work;
-  work.reserve(size);
+  std::vector<int32_t>& work = scratch.work;
+  work.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int32_t port = 0; port < 2; ++port) {
-      Region r{static_cast<int32_t>(g), port, {}};
+      Region& r = regions[2 * g + port];
+      r.group = static_cast<int32_t>(g);
+      r.port = port;
+      r.in.clear();
       const int32_t region_stamp = ++stamp;
       auto in_r = [&](int32_t v) { return mark[v] == region_stamp; };
       auto dead_input = [&](const In& in) {
@@ -375,7 +382,6 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
       // whether the group jumps or not (ForwardExclusiveResultMerges).
       for (int32_t v : r.in)
         dead_with_[blk.nodes[v]].push_back({blk.id, r.group, port, base + 2 * r.group + port});
-      regions.push_back(std::move(r));
     }
   }
   if (!skip) return;
@@ -387,13 +393,16 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
   // are found through regions_of, not tried one by one against a.
   // node -> regions holding it, ascending; packed (a list per node was an
   // allocation per node of every region)
-  std::vector<int32_t> regions_begin(size + 1, 0), regions_list;
+  std::vector<int32_t>& regions_begin = scratch.regions_begin;
+  std::vector<int32_t>& regions_list = scratch.regions_list;
+  regions_begin.assign(size + 1, 0);
   for (const Region& r : regions)
     for (int32_t v : r.in) ++regions_begin[v + 1];
   for (int32_t v = 0; v < size; ++v) regions_begin[v + 1] += regions_begin[v];
   regions_list.resize(regions_begin[size]);
   {
-    std::vector<int32_t> fill(regions_begin.begin(), regions_begin.end() - 1);
+    std::vector<int32_t>& fill = scratch.fill;
+    fill.assign(regions_begin.begin(), regions_begin.end() - 1);
     for (size_t ri = 0; ri < regions.size(); ++ri)
       for (int32_t v : regions[ri].in) regions_list[fill[v]++] = static_cast<int32_t>(ri);
   }
@@ -404,8 +413,14 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
     const auto of = regions_of(v);
     return std::binary_search(of.begin(), of.end(), b);
   };
-  std::vector<int32_t> inside_stamp(groups.size(), 0), inside(groups.size(), 0), touch_stamp(regions.size(), 0);
-  std::vector<int32_t> touched_groups;
+  std::vector<int32_t>& inside_stamp = scratch.inside_stamp;
+  std::vector<int32_t>& inside = scratch.inside;
+  std::vector<int32_t>& touch_stamp = scratch.touch_stamp;
+  std::vector<int32_t>& touched_groups = scratch.touched_groups;
+  inside_stamp.assign(groups.size(), 0);
+  inside.assign(groups.size(), 0);
+  touch_stamp.assign(regions.size(), 0);
+  touched_groups.clear();
   for (bool changed = true; changed;) {
     changed = false;
     for (const Region& a : regions) {
@@ -464,7 +479,8 @@ void Compiler::BuildRegionsOneByOne(ExecBlock& blk, const RegionInputs& inputs, 
       for (int32_t v : r.in) mark[v] = r_stamp;
       auto in_r = [&](int32_t v) { return mark[v] == r_stamp; };
       // The region's nodes and the group's members, ascending.
-      std::vector<int32_t> sources;
+      std::vector<int32_t>& sources = scratch.sources;
+      sources.clear();
       std::merge(r.in.begin(), r.in.end(), groups[g].begin(), groups[g].end(), std::back_inserter(sources));
       sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
       for (int32_t u : sources) {

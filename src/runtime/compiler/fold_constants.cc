@@ -24,7 +24,7 @@ absl::Status Compiler::FoldConstants(const Unit& unit) {
   std::vector<NodeBuild>& nodes = nodes_;
   for (int32_t id : unit.ids) {
     NodeBuild& n = nodes[id];
-    if (Info(n).def->op != "Const" || n.num_inputs != 0) continue;
+    if (absl::string_view(Info(n).def->op) != "Const" || n.num_inputs != 0) continue;
     ExecBlock& blk = exe_->blocks[n.block];
     if (blk.kind != ExecBlock::Kind::kFunction || n.edges.empty()) continue;
     // A GPU Const's consumers read its device copy, which its kernel makes.

@@ -125,8 +125,9 @@ void Compiler::ForwardResults() {
   std::vector<NodeBuild>& nodes = nodes_;
   CountLocalEdges();
   for (NodeBuild& r : nodes) {
-    if (Info(r).return_edges_by_label.empty() || r.kind != NodeKind::kKernel || Info(r).def->op != "Identity" ||
-        r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
+    if (Info(r).return_edges_by_label.empty() || r.kind != NodeKind::kKernel ||
+        absl::string_view(Info(r).def->op) != "Identity" || r.num_inputs != 1 ||
+        exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
       continue;
     int32_t edge_index = -1;
     const int32_t producer = SoleProducer(r.id, &edge_index);
@@ -157,8 +158,8 @@ void Compiler::ForwardIdentities() {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
       NodeBuild& x = nodes[id];
-      if (x.kind != NodeKind::kKernel || Info(x).def->op != "Identity" || x.num_inputs != 1 || Info(x).forwarded ||
-          !Info(x).return_edges_by_label.empty())
+      if (x.kind != NodeKind::kKernel || absl::string_view(Info(x).def->op) != "Identity" || x.num_inputs != 1 ||
+          Info(x).forwarded || !Info(x).return_edges_by_label.empty())
         continue;
       bool local = true;
       for (const OutEdge& e : x.edges) local &= e.kind == EdgeKind::kLocal;
