@@ -51,43 +51,63 @@ int NumRanks() {
   return ranks;
 }
 
+// exp(x, n) with its gradient: the graph, its fetches (value, dx) and the
+// one-process answers for each n.
+struct ExpGradient {
+  Graph graph;
+  std::vector<std::string> fetches;
+};
+ExpGradient MakeExpGradient() {
+  ExpGradient e{reference::Exp(), {}};
+  absl::StatusOr<std::vector<std::string>> dx = AddGradients(e.graph, {"result"}, {"x"});
+  EXPECT_TRUE(dx.ok()) << dx.status();
+  e.fetches = {"result", dx.ok() ? (*dx)[0] : ""};
+  return e;
+}
+Feeds ExpFeeds(int64_t n) { return {{"x", Tensor::Scalar<double>(1.1)}, {"n", Tensor::Scalar<int64_t>(n)}}; }
+
+// Runs `placed` across ranks once and checks value and gradient (gathered
+// on rank 0) against `want`, and zero live frames; returns the tokens that
+// crossed (all ranks).
+int64_t RunAcrossRanks(const Graph& placed, DistributedOptions options, const Feeds& feeds,
+                       const std::vector<std::string>& fetches, const std::vector<Tensor>& want) {
+  options.session.deadline = absl::Seconds(60);  // a placement that cannot finish fails, never hangs
+  options.gather_fetches = true;
+  absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(placed, options);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return 0;
+  RunStats stats;
+  DistributedRunStats remote;
+  absl::StatusOr<std::vector<Tensor>> got = (*s)->Run(feeds, fetches, &stats, &remote);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (got.ok()) {
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    if ((*s)->rank() == 0) {
+      EXPECT_DOUBLE_EQ((*got)[0].scalar<double>(), want[0].scalar<double>());
+      EXPECT_DOUBLE_EQ((*got)[1].scalar<double>(), want[1].scalar<double>());
+    }
+  }
+  EXPECT_TRUE((*s)->Close().ok());
+  return remote.total.tokens_sent;
+}
+
 void CheckExpGradient(bool cut_body) {
-  Graph g = reference::Exp();
-  absl::StatusOr<std::vector<std::string>> dx = AddGradients(g, {"result"}, {"x"});
-  ASSERT_TRUE(dx.ok()) << dx.status();
-  const std::vector<std::string> fetches = {"result", (*dx)[0]};
+  const ExpGradient e = MakeExpGradient();
   for (int64_t n : {0, 1, 9}) {
-    const Feeds feeds = {{"x", Tensor::Scalar<double>(1.1)}, {"n", Tensor::Scalar<int64_t>(n)}};
-    absl::StatusOr<std::unique_ptr<Session>> one = Session::Create(g);
-    ASSERT_TRUE(one.ok()) << one.status();
-    absl::StatusOr<std::vector<Tensor>> want = (*one)->Run(feeds, fetches);
+    std::unique_ptr<Session> one = *Session::Create(e.graph);
+    absl::StatusOr<std::vector<Tensor>> want = one->Run(ExpFeeds(n), e.fetches);
     ASSERT_TRUE(want.ok()) << want.status();
     // d/dx x^n = n x^(n-1): the one-process run is right to begin with.
     EXPECT_NEAR((*want)[1].scalar<double>(), n == 0 ? 0.0 : n * std::pow(1.1, n - 1), 1e-9);
-
     uint32_t first = 1, last = 6;
     if (const char* env = std::getenv("TDF_DISTRIBUTED_SEED")) first = last = static_cast<uint32_t>(std::atoi(env));
     for (uint32_t seed = first; seed <= last; ++seed) {
       const int ranks = NumRanks();
       SCOPED_TRACE(absl::StrCat("n = ", n, ", seed ", seed, " on ", ranks, " ranks"));
-      DistributedOptions options;
-      options.session.deadline = absl::Seconds(60);  // a placement that cannot finish fails, never hangs
-      options.gather_fetches = true;
-      Graph placed = g;
+      Graph placed = e.graph;
       PlaceRandomly(placed, seed, ranks, cut_body);
-      absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(placed, options);
-      ASSERT_TRUE(s.ok()) << s.status();
-      RunStats stats;
-      DistributedRunStats remote;
-      absl::StatusOr<std::vector<Tensor>> got = (*s)->Run(feeds, fetches, &stats, &remote);
-      ASSERT_TRUE(got.ok()) << got.status();
-      EXPECT_EQ(stats.live_frames_after_run, 0);
-      EXPECT_GT(remote.total.tokens_sent, 0);  // the placement did cut the program
-      if ((*s)->rank() == 0) {
-        EXPECT_DOUBLE_EQ((*got)[0].scalar<double>(), (*want)[0].scalar<double>());
-        EXPECT_DOUBLE_EQ((*got)[1].scalar<double>(), (*want)[1].scalar<double>());
-      }
-      EXPECT_TRUE((*s)->Close().ok());
+      // The placement did cut the program.
+      EXPECT_GT(RunAcrossRanks(placed, {}, ExpFeeds(n), e.fetches, *want), 0);
     }
   }
 }
@@ -98,43 +118,27 @@ TEST(DistributedSession, GradientThroughAFunctionOnAnotherRank) { CheckExpGradie
 // exp_ext's invocations spread over the ranks by tag (its split sites'
 // two parts go to one copy of the body per tag).
 TEST(DistributedSession, GradientSpreadByTag) {
-  Graph g = reference::Exp();
-  absl::StatusOr<std::vector<std::string>> dx = AddGradients(g, {"result"}, {"x"});
-  ASSERT_TRUE(dx.ok()) << dx.status();
-  const std::vector<std::string> fetches = {"result", (*dx)[0]};
+  const ExpGradient e = MakeExpGradient();
+  const int ranks = NumRanks();
   for (int depth : {1, 3}) {
     for (int64_t n : {0, 2, 9}) {
       SCOPED_TRACE(absl::StrCat("n = ", n, ", depth ", depth));
-      const Feeds feeds = {{"x", Tensor::Scalar<double>(1.1)}, {"n", Tensor::Scalar<int64_t>(n)}};
-      std::unique_ptr<Session> one = *Session::Create(g);
-      absl::StatusOr<std::vector<Tensor>> want = one->Run(feeds, fetches);
+      std::unique_ptr<Session> one = *Session::Create(e.graph);
+      absl::StatusOr<std::vector<Tensor>> want = one->Run(ExpFeeds(n), e.fetches);
       ASSERT_TRUE(want.ok()) << want.status();
       DistributedOptions options;
-      options.session.deadline = absl::Seconds(60);
-      options.gather_fetches = true;
       SpreadPolicy p;
       p.function = "exp_ext";
       p.max_depth = depth;
       options.spread = {p};
-      absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(g, options);
-      ASSERT_TRUE(s.ok()) << s.status();
-      RunStats stats;
-      DistributedRunStats remote;
-      absl::StatusOr<std::vector<Tensor>> got = (*s)->Run(feeds, fetches, &stats, &remote);
-      ASSERT_TRUE(got.ok()) << got.status();
-      EXPECT_EQ(stats.live_frames_after_run, 0);
-      // The spread levels' invocations on other ranks than rank 0 (which
-      // holds the main graph) are where tokens must cross: [0], [0, 0], ...
+      const int64_t tokens = RunAcrossRanks(e.graph, options, ExpFeeds(n), e.fetches, *want);
+      // Tokens must cross where a spread level's invocation ([0], [0, 0],
+      // ...) is on another rank than rank 0, which holds the main graph.
       bool leaves_rank_0 = false;
       std::vector<int> path = {0};
       for (int level = 1; level <= std::min<int64_t>(depth, n + 1); ++level, path.push_back(0))
-        leaves_rank_0 |= distributed::HashRank(path, (*s)->num_ranks()) != 0;
-      if (leaves_rank_0) EXPECT_GT(remote.total.tokens_sent, 0);
-      if ((*s)->rank() == 0) {
-        EXPECT_DOUBLE_EQ((*got)[0].scalar<double>(), (*want)[0].scalar<double>());
-        EXPECT_DOUBLE_EQ((*got)[1].scalar<double>(), (*want)[1].scalar<double>());
-      }
-      EXPECT_TRUE((*s)->Close().ok());
+        leaves_rank_0 |= distributed::HashRank(path, ranks) != 0;
+      if (leaves_rank_0) EXPECT_GT(tokens, 0);
     }
   }
 }
