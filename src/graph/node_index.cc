@@ -25,13 +25,16 @@ absl::StatusOr<InputView> ParseInputView(absl::string_view text) {
       const size_t colon = static_cast<const char*>(last) - s.data() + 1;  // one past the ':'
       const absl::string_view digits = s.substr(colon);
       int port = 0;
+      // Nine digits always fit an int; longer ports go to SimpleAtoi, which
+      // checks the range (accumulating them here overflowed: UBSan).
       bool plain = !digits.empty() && digits.size() <= 9;
-      for (char c : digits) {
+      for (size_t i = 0; plain && i < digits.size(); ++i) {
+        const char c = digits[i];
         if (c < '0' || c > '9') {
           plain = false;
-          break;
+        } else {
+          port = port * 10 + (c - '0');
         }
-        port = port * 10 + (c - '0');
       }
       if (!plain && (!absl::SimpleAtoi(digits, &port) || port < 0))
         return absl::InvalidArgumentError(absl::StrCat("malformed input '", text, "': bad port"));
