@@ -20,6 +20,13 @@
 namespace tdf {
 namespace {
 
+// The program `b` built; a build error fails the test (an empty graph then).
+Graph Built(GraphBuilder& b) {
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
 using Feeds = std::vector<std::pair<std::string, Tensor>>;
 using Outs = std::vector<Output>;
 Tensor I(int64_t v) { return Tensor::Scalar<int64_t>(v); }
@@ -49,9 +56,7 @@ Graph FibOfDoubles() {
                          });
   Output n = b.Placeholder("n", DType::kInt64);
   b.Identity(b.Call("fib", {n})[0], "result");
-  absl::StatusOr<Graph> g = b.Build();
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? *std::move(g) : Graph();
+  return Built(b);
 }
 
 // The same on vectors: results are tensors, not inline scalars.
@@ -72,9 +77,7 @@ Graph FibOfVectors() {
       });
   Output n = b.Placeholder("n", DType::kInt64);
   b.Identity(b.Sum(b.Call("fib", {n})[0]), "result");
-  absl::StatusOr<Graph> g = b.Build();
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? *std::move(g) : Graph();
+  return Built(b);
 }
 
 // h(n, p) = n <= 0 ? (n if p, else dead) : h(n - 1, p) + h(n - 2, p): with
@@ -97,9 +100,7 @@ Graph DeadBaseCases() {
   Output n = b.Placeholder("n", DType::kInt64);
   Output p = b.Placeholder("p", DType::kBool);
   b.Identity(b.Call("h", {n, p})[0], "result");
-  absl::StatusOr<Graph> g = b.Build();
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? *std::move(g) : Graph();
+  return Built(b);
 }
 
 // k(n, p) = n <= 0 ? (n if p, else dead) : k(k(n - 1, p) + n - n, p): the
@@ -123,9 +124,7 @@ Graph DeadIntoAHeldSite() {
   Output n = b.Placeholder("n", DType::kInt64);
   Output p = b.Placeholder("p", DType::kBool);
   b.Identity(b.Call("k", {n, p})[0], "result");
-  absl::StatusOr<Graph> g = b.Build();
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? *std::move(g) : Graph();
+  return Built(b);
 }
 
 // q(n) = n <= 0 ? 0 : 100 / q(n - 1) + 1: q(1) divides by zero in its join.
@@ -143,9 +142,7 @@ Graph DivideInTheJoin() {
                          });
   Output n = b.Placeholder("n", DType::kInt64);
   b.Identity(b.Call("q", {n})[0], "result");
-  absl::StatusOr<Graph> g = b.Build();
-  EXPECT_TRUE(g.ok()) << g.status();
-  return g.ok() ? *std::move(g) : Graph();
+  return Built(b);
 }
 
 std::vector<Program> Programs() {
