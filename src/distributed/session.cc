@@ -49,8 +49,9 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
     return transport_->Send(dst_rank, token);
   }
 
-  absl::StatusOr<int> Poll(absl::FunctionRef<void(runtime::RemoteArrival&)> handler) override {
+  absl::StatusOr<int> Poll(Poller poller, absl::FunctionRef<void(runtime::RemoteArrival&)> handler) override {
     std::pair<int, absl::Status> failure{-1, absl::OkStatus()};
+    int64_t tokens = 0;
     absl::StatusOr<int> got = transport_->PollTokensAndFailure(
         [&](ReceivedToken&& r) {
           runtime::RemoteArrival a;
@@ -61,9 +62,12 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
           a.control = r.token.control;
           a.value = std::move(r.token.value);
           if (!a.dead && invocation_keys_.contains(a.key)) remote_invocations_.fetch_add(1, std::memory_order_relaxed);
+          ++tokens;
           handler(a);
         },
         &failure);
+    if (poller == Poller::kBusyWorker && tokens > 0)
+      received_while_busy_.fetch_add(tokens, std::memory_order_relaxed);
     if (!got.ok() || failure.second.ok()) return got;
     std::lock_guard<std::mutex> lock(mu_);
     peer_failures_.push_back(failure);
@@ -72,6 +76,8 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
 
   // Remote invocations so far, over the channel's life.
   int64_t remote_invocations() const { return remote_invocations_.load(std::memory_order_relaxed); }
+  // Tokens busy workers took in, over the channel's life.
+  int64_t received_while_busy() const { return received_while_busy_.load(std::memory_order_relaxed); }
 
   // The failures of other ranks that this run received, and clears them.
   std::vector<std::pair<int, absl::Status>> TakePeerFailures() {
@@ -83,6 +89,7 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
   MpiTransport* transport_;
   const base::FlatHashSet<int64_t> invocation_keys_;
   std::atomic<int64_t> remote_invocations_{0};
+  std::atomic<int64_t> received_while_busy_{0};
   std::mutex mu_;
   std::vector<std::pair<int, absl::Status>> peer_failures_;
 };
@@ -256,6 +263,7 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
     ro.deadline = s.options.default_deadline;
   const distributed::TransportCounters before = s.transport->counters();
   const int64_t invocations_before = s.channel->remote_invocations();
+  const int64_t while_busy_before = s.channel->received_while_busy();
   RunStats own_stats;  // the figures exchanged at the end need firings
   if (stats == nullptr) stats = &own_stats;
   absl::StatusOr<std::vector<Tensor>> out =
@@ -268,7 +276,8 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
                              s.channel->remote_invocations() - invocations_before,
                              stats->firings,
                              stats->live_firings,
-                             stats->frames_created};
+                             stats->frames_created,
+                             s.channel->received_while_busy() - while_busy_before};
   constexpr int kFigures = sizeof(figures) / sizeof(figures[0]);
 
   // The run's end. Failures: this rank's own (sent to every other rank),
@@ -298,6 +307,7 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
       r->firings = f[5];
       r->live_firings = f[6];
       r->frames_created = f[7];
+      r->tokens_received_while_busy = f[8];
     };
     *remote_stats = DistributedRunStats();
     fill(remote_stats, me, figures);

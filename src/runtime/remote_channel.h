@@ -34,10 +34,13 @@ class RemoteChannel {
   // Starts sending; never waits for the receiver. An error fails the run.
   virtual absl::Status Send(int dst_rank, int64_t key, absl::Span<const int64_t> tag, bool dead, bool control,
                             const Tensor& value) = 0;
+  // Who polls: the run's waiting thread, between rounds of work, or a
+  // busy worker (the channel counts its tokens apart).
+  enum class Poller { kWaitingThread, kBusyWorker };
   // Hands every token that has arrived to `handler`; returns how many.
   // Never blocks. A non-OK status ends the run: a transport error, or a
   // failure another rank reported (its message names that rank).
-  virtual absl::StatusOr<int> Poll(absl::FunctionRef<void(RemoteArrival&)> handler) = 0;
+  virtual absl::StatusOr<int> Poll(Poller poller, absl::FunctionRef<void(RemoteArrival&)> handler) = 0;
 };
 
 }  // namespace runtime

@@ -83,7 +83,8 @@ absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair
         std::cout << (r.rank < 0 ? std::string("all ranks") : "rank " + std::to_string(r.rank)) << ": "
                   << r.firings << " firings, " << r.frames_created << " frames, " << r.remote_invocations
                   << " remote invocations, " << r.tokens_sent << " tokens sent (" << r.bytes_sent << " bytes), "
-                  << r.tokens_received << " received (" << r.bytes_received << " bytes)\n";
+                  << r.tokens_received << " received (" << r.bytes_received << " bytes, "
+                  << r.tokens_received_while_busy << " while busy)\n";
     }
   }
   return session->Close();
