@@ -234,6 +234,34 @@ void Compiler::ForwardPivotSwitches() {
     base::FlatHashMap<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
     for (int32_t id : blk.nodes)
       if (nodes[id].kind == NodeKind::kSwitch) by_predicate[source(nodes[id], 1)].push_back(id);
+    // A body cut across ranks (it has Recvs; distributed sessions have no
+    // dead regions, so every Switch has switch_group -1): the first Switch
+    // of the predicate on this rank may be a split site's gradient part,
+    // whose data (d_r) comes only after this invocation's forward result,
+    // which waits for the pivot's triggers: a deadlock (exp's gradient
+    // with its body cut, TDF_DISTRIBUTED_SEED=6 on 2 ranks). There a
+    // taker's data must be an input of the predicate itself (fib's n for
+    // n <= 1), which is there whenever the predicate is. The (producer,
+    // port) pairs feeding each predicate's producer, locally:
+    const bool cut = std::any_of(blk.nodes.begin(), blk.nodes.end(),
+                                 [&](int32_t id) { return nodes[id].kind == NodeKind::kRecv; });
+    base::FlatHashMap<int32_t, std::vector<std::pair<int32_t, int32_t>>> predicate_inputs;
+    if (cut) {
+      for (const auto& [pred, ids] : by_predicate)
+        if (pred.first >= 0) predicate_inputs[pred.first];
+      for (int32_t id : blk.nodes)
+        for (const OutEdge& e : nodes[id].edges) {
+          auto it = predicate_inputs.find(e.dst);
+          if (it != predicate_inputs.end() && e.kind == EdgeKind::kLocal && e.src_port >= 0)
+            it->second.emplace_back(id, e.src_port);
+        }
+    }
+    auto feeds_predicate = [&](std::pair<int32_t, int32_t> data, std::pair<int32_t, int32_t> pred) {
+      if (!cut) return true;
+      if (data.first < 0) return false;
+      auto it = predicate_inputs.find(pred.first);
+      return it != predicate_inputs.end() && std::find(it->second.begin(), it->second.end(), data) != it->second.end();
+    };
     for (int32_t sid : blk.nodes) {
       NodeBuild& pivot = nodes[sid];
       auto fed = feeds.find(sid);
@@ -257,7 +285,8 @@ void Compiler::ForwardPivotSwitches() {
         // an untaken outer branch: its branches never started, and loops
         // in them never ended.)
         if (tid != sid && simple(t) && t.switch_group == pivot.switch_group && source(t, 1) == pred &&
-            source(t, 0) != pred && !(options_.skip_dead_branches && dead_with_.count(tid) > 0)) {
+            source(t, 0) != pred && feeds_predicate(source(t, 0), pred) &&
+            !(options_.skip_dead_branches && dead_with_.count(tid) > 0)) {
           taker = tid;
           break;
         }
