@@ -284,7 +284,9 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
   // and those other ranks sent, during the run or until now.
   std::vector<std::pair<int, absl::Status>> failures = s.channel->TakePeerFailures();
   if (!out.ok() && failures.empty()) {
-    const absl::Status own(out.status().code(), absl::StrCat("rank ", me, ": ", out.status().message()));
+    const absl::Status own(out.status().code(),
+                           absl::StrCat("rank ", me, ": ",
+                                        distributed::OriginalNames(out.status().message(), s.options.spread)));
     failures.emplace_back(me, own);
     for (int p = 0; p < num_ranks(); ++p) {
       if (p == me) continue;

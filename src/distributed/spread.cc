@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tdf/status.h"
@@ -54,6 +56,18 @@ std::string CopyName(const std::string& fn, const std::vector<int>& path) {
 }
 std::string LocalName(const std::string& fn, int rank) { return absl::StrCat(fn, "__rank", rank); }
 
+// The length of a copy suffix of `fn` at the start of `rest` ("__rank3",
+// "__spread_0_1"), else 0.
+size_t CopySuffix(absl::string_view rest) {
+  for (absl::string_view marker : {absl::string_view("__rank"), absl::string_view("__spread_")}) {
+    if (!absl::StartsWith(rest, marker)) continue;
+    size_t end = marker.size();
+    while (end < rest.size() && (absl::ascii_isdigit(rest[end]) || (marker.size() > 6 && rest[end] == '_'))) ++end;
+    if (end > marker.size()) return end;
+  }
+  return 0;
+}
+
 // `body` on `rank`, its calls of `fn` redirected by `callee(site index)`.
 template <typename Callee>
 absl::StatusOr<std::vector<NodeDef>> PlaceBody(const FunctionDef& f, int rank, Callee callee) {
@@ -79,6 +93,24 @@ absl::StatusOr<std::vector<NodeDef>> PlaceBody(const FunctionDef& f, int rank, C
 }
 
 }  // namespace
+
+std::string OriginalNames(absl::string_view message, const std::vector<SpreadPolicy>& policies) {
+  std::string out(message);
+  for (const SpreadPolicy& p : policies) {
+    if (p.function.empty()) continue;
+    std::string renamed;
+    size_t from = 0;
+    for (size_t at = out.find(p.function); at != std::string::npos; at = out.find(p.function, at + 1)) {
+      const size_t suffix = CopySuffix(absl::string_view(out).substr(at + p.function.size()));
+      if (suffix == 0) continue;
+      absl::StrAppend(&renamed, absl::string_view(out).substr(from, at + p.function.size() - from));
+      from = at + p.function.size() + suffix;
+    }
+    absl::StrAppend(&renamed, absl::string_view(out).substr(from));
+    out = std::move(renamed);
+  }
+  return out;
+}
 
 int HashRank(const std::vector<int>& path, int num_ranks) {
   // FNV-1a over the labels, then a finalizer so that paths differing in

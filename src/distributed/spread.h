@@ -9,9 +9,11 @@
 #ifndef TDF_SRC_DISTRIBUTED_SPREAD_H_
 #define TDF_SRC_DISTRIBUTED_SPREAD_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tdf/distributed.h"
 #include "tdf/graph.h"
 
@@ -24,6 +26,11 @@ namespace distributed {
 // the graph is returned unchanged.
 absl::StatusOr<Graph> SpreadInvocations(const Graph& graph, const std::vector<SpreadPolicy>& policies,
                                         int num_ranks);
+
+// `message` with the spread copies' names (`f__rank<R>`, `f__spread_<path>`)
+// replaced by the function's own, `f`: errors name the user's nodes (the
+// rank and the tag say which invocation).
+std::string OriginalNames(absl::string_view message, const std::vector<SpreadPolicy>& policies);
 
 // The rank an invocation at `path` goes to (hash kind); exposed for tests.
 int HashRank(const std::vector<int>& path, int num_ranks);

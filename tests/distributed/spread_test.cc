@@ -24,6 +24,8 @@ namespace tdf {
 namespace {
 
 using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using Feeds = std::vector<std::pair<std::string, Tensor>>;
 using Outs = std::vector<Output>;
 
@@ -327,7 +329,9 @@ TEST(DistributedSession, SpreadErrorInARemoteInvocationFailsEveryRank) {
     if (std::getenv("TDF_TEST_VERBOSE") != nullptr) std::fprintf(stderr, "%s\n", out.status().ToString().c_str());
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
     EXPECT_THAT(std::string(out.status().message()),
-                ContainsRegex("^rank [0-9]+: node 'down__[^']*' \\(Div\\) at tag \\[[0-9, ]+\\]: .*integer division by zero"));
+                ContainsRegex("^rank [0-9]+: node 'down/[^']*' \\(Div\\) at tag \\[[0-9, ]+\\]: .*integer division by zero"));
+    // The user's function, not the spread pass's copy of it.
+    EXPECT_THAT(std::string(out.status().message()), Not(HasSubstr("down__")));
   }
   // The session goes on, and the failed runs' frames are gone (a failed
   // run's RunStats count the frames it left, which the run then frees).
@@ -336,6 +340,16 @@ TEST(DistributedSession, SpreadErrorInARemoteInvocationFailsEveryRank) {
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(stats.live_frames_after_run, 0);
   EXPECT_TRUE((*s)->Close().ok());
+}
+
+TEST(DistributedSession, SpreadErrorsNameTheFunctionNotItsCopies) {
+  SpreadPolicy fib;
+  fib.function = "fib";
+  EXPECT_EQ(distributed::OriginalNames("node 'fib__spread_0_1/Add_3' (Add) and 'fib__rank12/n' in fib__rank0; "
+                                       "'fibber__rank1', 'fib__rankx', 'fib__spread_'",
+                                       {fib}),
+            "node 'fib/Add_3' (Add) and 'fib/n' in fib; 'fibber__rank1', 'fib__rankx', 'fib__spread_'");
+  EXPECT_EQ(distributed::OriginalNames("node 'fib__rank1/x'", {}), "node 'fib__rank1/x'");
 }
 
 TEST(DistributedSession, SpreadRefusesBadPolicies) {
