@@ -90,6 +90,19 @@ std::vector<std::vector<char>>& DetachedBuffers() {
   return *buffers;
 }
 
+// Buffers of a non-blocking collective (a run's or a close's count
+// exchange) that ran past its deadline: another rank may still join it, and
+// MPI then writes into them. A collective cannot be cancelled or freed, so
+// they stay (reachable) until the process ends; freed, they were heap
+// corruption (a rank that joined a run's end after the others' timeout).
+void AbandonExchange(std::vector<int64_t>* sent, std::vector<int64_t>* got) {
+  static auto* const buffers = new std::vector<std::vector<int64_t>>;
+  static auto* const mu = new std::mutex;
+  std::lock_guard<std::mutex> lock(*mu);
+  buffers->push_back(std::move(*sent));
+  buffers->push_back(std::move(*got));
+}
+
 // Waits politely: spinning first (a token usually arrives within
 // microseconds), then yielding the core (ranks may share cores), then
 // sleeping briefly.
@@ -359,10 +372,15 @@ absl::Status MpiTransport::Close(Handler late, absl::Time deadline) {
     if (rc != MPI_SUCCESS) return MpiError(rc, "MPI_Test of the token count exchange");
     if (done) break;
     absl::Status drained = drain();
-    if (!drained.ok()) return drained;
-    if (absl::Now() >= deadline)
+    if (!drained.ok()) {
+      AbandonExchange(&sent, &expected);
+      return drained;
+    }
+    if (absl::Now() >= deadline) {
+      AbandonExchange(&sent, &expected);
       return absl::DeadlineExceededError(absl::StrCat(
           "rank ", rank_, ": close: not every one of the ", size_, " ranks joined by the deadline"));
+    }
     backoff.Wait();
   }
   // 2. Receive what is still in flight to this rank; finish this rank's sends.
@@ -490,11 +508,16 @@ absl::Status MpiTransport::EndRun(Handler late, std::vector<std::pair<int, absl:
     if (done) break;
     if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
       absl::Status reaped = ReapSends(/*wait=*/false);
-      if (!reaped.ok()) return reaped;
+      if (!reaped.ok()) {
+        AbandonExchange(&sent, &got);
+        return reaped;
+      }
     }
-    if (absl::Now() >= deadline)
+    if (absl::Now() >= deadline) {
+      AbandonExchange(&sent, &got);
       return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": the end of the run: not every one of the ",
                                                       size_, " ranks ended its run by the deadline"));
+    }
     backoff.Wait();
   }
   std::vector<int64_t> expected(2 * size_);

@@ -483,6 +483,31 @@ TEST(DistributedSession, ASlowRankMeetsTheOthersDeadlineAndNothingHangs) {
   EXPECT_TRUE(s->Close().ok());
 }
 
+// Rank 1 does not come to the run's end within the peer timeout (it is
+// stuck, or never calls Run): every other rank fails with a clear error
+// within its deadline plus the peer timeout, never a hang, and says the
+// session can no longer run (its ranks are out of step).
+TEST(DistributedSession, ARankThatNeverComesFailsTheOthersWithinTheirTimeouts) {
+  DistributedOptions options;
+  options.session.deadline = absl::Milliseconds(300);
+  options.peer_timeout = absl::Seconds(1);
+  std::unique_ptr<DistributedSession> s = CreateOrDie(MainChain(), options);
+  ASSERT_NE(s, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  if (s->rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(8000));
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"x", Tensor::Scalar<int64_t>(2)}}, {"result"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(out.ok());
+  if (s->rank() != 1) {
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+    EXPECT_LT(seconds, 7.0) << out.status();  // 0.3 s + 1 s (room for a loaded machine), not rank 1's 8 s
+    absl::StatusOr<std::vector<Tensor>> again = s->Run({{"x", Tensor::Scalar<int64_t>(2)}}, {"result"});
+    ASSERT_FALSE(again.ok());
+    EXPECT_THAT(std::string(again.status().message()), ContainsRegex("out of step")) << again.status();
+  }
+  (void)s->Close();
+}
+
 TEST(DistributedSession, ACancelOnOneRankEndsTheRunOnEveryRank) {
   // A long loop cut across ranks (its Add on rank 1, its Less on the last
   // rank); rank 0 cancels its run from another thread.
