@@ -482,7 +482,9 @@ struct TypedInstr {
   };
   Op op = Op::kFallback;
   int8_t dst = -1, a = -1, b = -1;
-  int32_t arg = -1;  // kBranch: relative target if true; kEnd: the path
+  // kBranch: relative target if true; kEnd: the path; an op that makes a
+  // bool: > 0 when it is also the branch that follows it (that offset), 0.
+  int32_t arg = -1;
   int64_t imm = 0;   // kConst: the value's bits; K forms: b
 };
 union ThreadReg {

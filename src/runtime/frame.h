@@ -57,6 +57,12 @@ struct Token {
     words[0] = (words[0] & ~(uint64_t{0xFF} << 16)) | (d ? uint64_t{1} << 16 : 0);
     value.StoreWords(words[0], words[1]);
   }
+  // Set(a live inline scalar of dtype `d` and these payload bytes), without
+  // a Tensor to read it from.
+  void SetLiveScalar(DType d, uint64_t payload) {
+    value.Release();
+    value.StoreWords(static_cast<uint64_t>(d), payload);
+  }
   // A live inline scalar of dtype `d` (one test of the header word: dtype,
   // not on the heap, not dead): true, with its 8 payload bytes.
   bool LiveScalarOf(DType d, int64_t* payload) const {

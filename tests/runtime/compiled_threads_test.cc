@@ -186,6 +186,55 @@ TEST(CompiledThreads, TypedCodeComputesAndFailsAsNodeByNode) {
   }
 }
 
+// h(n, b) = n <= 0 ? (n <= 0) && b : h(n - 1, !(n <= 0) && b != (n < 3)):
+// the predicate's bool, which typed code branches on in the instruction
+// that makes it (FuseBranches), is read again after the branch, returned
+// and passed to the next call with another bool made by a compare.
+Graph BoolsAfterTheBranch() {
+  GraphBuilder b;
+  using Outs = std::vector<Output>;
+  (void)b.DefineFunction(
+      FunctionSignature{"h", {{"n", DType::kInt64}, {"b", DType::kBool}}, {{"r", DType::kBool}}},
+      [](GraphBuilder& f, const Outs& a) -> Outs {
+        Output n = a[0], flag = a[1];
+        Output p = f.LessEqual(n, f.Const<int64_t>(0));
+        return f.Cond(
+            p, [&] { return Outs{f.LogicalAnd(p, flag)}; },
+            [&] {
+              Output next = f.LogicalAnd(f.LogicalNot(p), f.NotEqual(flag, f.Less(n, f.Const<int64_t>(3))));
+              return f.Call("h", {f.Sub(n, f.Const<int64_t>(1)), next});
+            });
+      });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Output flag = b.Placeholder("b", DType::kBool);
+  b.Identity(b.Call("h", {n, flag})[0], "result");
+  absl::StatusOr<Graph> g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? *std::move(g) : Graph();
+}
+
+TEST(CompiledThreads, BoolsReadAfterAFusedBranch) {
+  const Graph graph = BoolsAfterTheBranch();
+  for (int64_t n : {-1, 0, 1, 2, 5, 8}) {
+    for (bool flag : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("n=", n, " b=", flag));
+      bool expected = flag;  // what h computes, natively
+      for (int64_t k = n; k > 0; --k) expected = expected != (k < 3);
+      for (bool threads : {false, true}) {
+        SessionOptions options;
+        options.compile_threads = threads;
+        auto session = Session::Create(graph, options);
+        ASSERT_TRUE(session.ok()) << session.status();
+        RunStats stats;
+        auto out = (*session)->Run({{"n", I(n)}, {"b", Tensor::Scalar<bool>(flag)}}, {"result"}, {}, &stats);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].scalar<bool>(), expected) << "threads " << threads;
+        if (threads) EXPECT_GT(stats.compiled_units, 0);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, CompiledThreadsTest, ::testing::Values(1, 2, 8),
                          [](const auto& info) { return std::to_string(info.param) + "Workers"; });
 
