@@ -219,8 +219,19 @@ class Compiler {
   base::FlatHashMap<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
-  base::FlatHashMap<std::string, int32_t> op_ids_;
-  OpSchemaCache op_schemas_;  // views into the graph's NodeDefs, which exe_ owns
+  // Per op: its schema, id in exe_->op_names and node kind, found with
+  // one lookup per node (the last op's without any). Keys view the graph's
+  // NodeDefs, which exe_ owns.
+  struct OpEntry {
+    const OpSchema* schema = nullptr;
+    int32_t op_id = -1;
+    NodeKind kind = NodeKind::kKernel;
+  };
+  const OpEntry* FindOp(const NodeDef& def);  // units.cc; null: unknown op
+  base::FlatHashMap<absl::string_view, OpEntry> ops_;
+  absl::string_view last_op_name_;
+  const OpEntry* last_op_ = nullptr;
+  OpSchemaCache op_schemas_;
   // Hashed, found by string_view: a static graph has a function block per
   // function, looked up on every Call's and Return's edges.
   base::FlatHashMap<std::string, int32_t> function_blocks_;

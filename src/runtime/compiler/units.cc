@@ -70,12 +70,13 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeDef& def = nodes[i];
-    const OpSchema* schema = op_schemas_.Find(def.op);
-    if (schema == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
+    const OpEntry* op = FindOp(def);
+    if (op == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
+    const OpSchema* schema = op->schema;
     NodeBuild n;
     n.id = static_cast<int32_t>(nodes_.size());
     exe_->info.emplace_back().def = &def;
-    n.kind = KindOf(def, schema->kind());
+    n.kind = op->kind;
     n.block = block_map[fi.block_of_node[i]];
     ExecBlock& blk = exe_->blocks[n.block];
     n.index = static_cast<int32_t>(blk.nodes.size());
@@ -88,17 +89,31 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     InferenceContext ictx{def, unknown, &exe_->graph.library};
     TDF_ASSIGN_OR_RETURN(std::vector<DType> out_types, schema->InferTypes(ictx));
     n.num_outputs = static_cast<int32_t>(out_types.size());
-    auto it = op_ids_.find(def.op);  // found without building a key
-    if (it == op_ids_.end()) {
-      it = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size())).first;
-      exe_->op_names.push_back(def.op);
-    }
-    n.op_id = it->second;
+    n.op_id = op->op_id;
     unit.ids.push_back(n.id);
     nodes_.push_back(std::move(n));
   }
   units_.push_back(std::move(unit));
   return absl::OkStatus();
+}
+
+const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
+  const absl::string_view name = def.op;
+  if (last_op_ != nullptr && name == last_op_name_) return last_op_;
+  auto it = ops_.find(name);
+  if (it == ops_.end()) {
+    const OpSchema* schema = op_schemas_.Find(name);
+    if (schema == nullptr) return nullptr;
+    OpEntry entry;
+    entry.schema = schema;
+    entry.op_id = static_cast<int32_t>(exe_->op_names.size());
+    entry.kind = KindOf(def, schema->kind());  // the op's alone
+    exe_->op_names.push_back(def.op);
+    it = ops_.emplace(name, entry).first;
+  }
+  last_op_name_ = name;
+  last_op_ = &it->second;
+  return last_op_;
 }
 
 absl::Status Compiler::Link() {
