@@ -87,7 +87,9 @@ class Compiler {
   NodeInfo& Info(const NodeBuild& n) { return exe_->info[n.id]; }
   const NodeInfo& Info(const NodeBuild& n) const { return exe_->info[n.id]; }
 
-  absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name);  // units.cc
+  // `index`: of `nodes`, when its maker has it (taken); else built here.
+  absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name,
+                       NodeIndex* index = nullptr);  // units.cc
   absl::Status Link();  // units.cc
   std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
   NodeIndex TakeMainIndex() { return std::move(units_.front().index); }

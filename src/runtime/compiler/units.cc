@@ -22,9 +22,13 @@ namespace runtime {
 
 // Adds the nodes of one unit (the main graph, or one function body in
 // dynamic mode) with its blocks.
-absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name) {
+absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name, NodeIndex* index) {
   Unit unit;
-  TDF_ASSIGN_OR_RETURN(unit.index, NodeIndex::Build(nodes));
+  if (index != nullptr) {
+    unit.index = std::move(*index);
+  } else {
+    TDF_ASSIGN_OR_RETURN(unit.index, NodeIndex::Build(nodes));
+  }
   TDF_ASSIGN_OR_RETURN(FrameInfo fi, InferFrames(nodes, unit.index, body_name));
   std::vector<int32_t> block_map(fi.blocks.size());
   for (size_t b = 0; b < fi.blocks.size(); ++b) {
