@@ -66,9 +66,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(
     if (n.FindAttr("partial_results") != nullptr) {
       results = n.GetIntList("partial_results").value_or(std::vector<int64_t>{});
     } else {
+      results.reserve(f->signature.outputs.size());
       for (size_t r = 0; r < f->signature.outputs.size(); ++r) results.push_back(static_cast<int64_t>(r));
     }
     std::vector<std::string> returns;
+    returns.reserve(results.size());
     for (int64_t r : results) returns.push_back(absl::StrCat(site, "/return_", r));
     out.emplace_back(n.name, std::move(returns));
   }
@@ -178,6 +180,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
                        runtime::Compile(std::move(executable), indexed ? &index : nullptr, options.mode, options));
   for (auto& [invoke, returns] : invoke_returns) {
     std::vector<int32_t> ids;
+    ids.reserve(returns.size());
     for (const std::string& name : returns) {
       const int32_t id = impl->exe->main_index.Find(name);
       if (id < 0 || impl->exe->nodes[id].kind != runtime::NodeKind::kReturn)

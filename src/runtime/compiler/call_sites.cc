@@ -60,9 +60,11 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         Info(n).child_slot = ChildSlot(n.block, absl::StrCat("call:", fn, ":", Info(n).label), false);
         const SiteNodes& site = Site(n.block, Info(n).label, fn);
         const int32_t calls = static_cast<int32_t>(site.calls.size());
+        if (!site.returns.empty()) Info(n).mutable_lists().site_returns.reserve(site.returns.size());
         for (int32_t ret : site.returns) Info(n).mutable_lists().site_returns.push_back({ret, nodes[ret].slot_base});
         Info(n).site_num_calls = calls;
         if (calls > 1) blk.child_fed_by_several[Info(n).child_slot] = 1;
+        Info(n).site_call_nodes.reserve(site.calls.size());
         for (int32_t other : site.calls) {
           if (other == id) Info(n).site_call_index = static_cast<int32_t>(Info(n).site_calls().size());
           Info(n).site_call_nodes.push_back(other);

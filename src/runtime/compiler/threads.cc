@@ -356,6 +356,9 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
       }
       std::sort(fired.begin(), fired.end());
       p.op_counts.clear();
+      size_t distinct = 0;
+      for (size_t i = 0; i < fired.size(); ++i) distinct += i == 0 || fired[i] != fired[i - 1];
+      p.op_counts.reserve(distinct);
       for (size_t i = 0; i < fired.size();) {
         size_t j = i;
         while (j < fired.size() && fired[j] == fired[i]) ++j;
