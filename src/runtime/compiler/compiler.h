@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -100,7 +101,10 @@ class Compiler {
     NodeIndex index;           // inputs by position in the list
   };
 
-  int32_t ChildSlot(int32_t block, const std::string& key, bool is_loop);  // units.cc
+  // The child slot of `block` for a loop (a: the loop's block), a call
+  // site (a: the callee's block, b: the label) or an Invoke (a: its id).
+  enum class ChildKind : int32_t { kLoop, kCall, kInvoke };
+  int32_t ChildSlot(int32_t block, ChildKind kind, int32_t a, int32_t b);  // units.cc
   absl::Status LinkUnit(const Unit& unit);  // units.cc
   absl::Status FoldConstants(const Unit& unit);  // fold_constants.cc
   absl::Status FinishUnit(const Unit& unit);  // call_sites.cc
@@ -238,7 +242,8 @@ class Compiler {
   // function, looked up on every Call's and Return's edges.
   base::FlatHashMap<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
-  std::map<int32_t, base::FlatHashMap<std::string, int32_t>> child_slots_;
+  // (block, kind, a, b) as ChildSlot takes them: ints, not a string built per Call.
+  base::FlatHashMap<std::tuple<int32_t, int32_t, int32_t, int32_t>, int32_t> child_slots_;
   base::FlatHashMap<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
   base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;

@@ -321,16 +321,17 @@ absl::Status Compiler::Link() {
   return absl::OkStatus();
 }
 
-int32_t Compiler::ChildSlot(int32_t block, const std::string& key, bool is_loop) {
-  auto& slots = child_slots_[block];
-  auto it = slots.find(key);
-  if (it != slots.end()) return it->second;
+int32_t Compiler::ChildSlot(int32_t block, ChildKind kind, int32_t a, int32_t b) {
+  const bool is_loop = kind == ChildKind::kLoop;
+  const std::tuple<int32_t, int32_t, int32_t, int32_t> key{block, static_cast<int32_t>(kind), a, b};
+  auto [it, inserted] = child_slots_.try_emplace(key, 0);
+  if (!inserted) return it->second;
   ExecBlock& blk = exe_->blocks[block];
   int32_t slot = blk.num_child_slots++;
   blk.child_is_loop.push_back(is_loop ? 1 : 0);
   blk.child_fed_by_several.push_back(is_loop ? 1 : 0);
   blk.child_site_calls.push_back(0);
-  slots[key] = slot;
+  it->second = slot;
   return slot;
 }
 
@@ -401,7 +402,7 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
           return NodeError(*Info(p).def, absl::StatusCode::kInvalidArgument, "Enter does not lead into a loop frame");
         if (Info(p).target_block < 0) {
           Info(p).target_block = c.block;
-          Info(p).child_slot = ChildSlot(p.block, absl::StrCat("loop:", c.block), true);
+          Info(p).child_slot = ChildSlot(p.block, ChildKind::kLoop, c.block, 0);
           loop.parallel_iterations = Info(p).parallel_iterations;
           if (Info(p).is_constant_enter) {
             Info(p).io_index = loop.num_invariants++;
