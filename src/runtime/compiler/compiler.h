@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "base/hash_tables.h"
@@ -217,10 +218,12 @@ class Compiler {
     int32_t block, group, port;
     int32_t region;  // regions_ index
   };
-  base::FlatHashMap<int32_t, std::vector<DeadWith>> dead_with_;
+  // Inline: most nodes are in one region (a vector each was an allocation
+  // per node of a Cond's branches).
+  base::FlatHashMap<int32_t, absl::InlinedVector<DeadWith, 1>> dead_with_;
   // Whether no frame has both a node dead with `a` and one dead with `b`
   // live: some group's opposite ports make them dead (nested_regions.cc).
-  bool ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const;
+  bool ExclusiveDeadWith(absl::Span<const DeadWith> a, absl::Span<const DeadWith> b) const;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
   base::FlatHashMap<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;
