@@ -132,7 +132,9 @@ class Compiler {
   // block order: a Call finds its site's without scanning its block (a main
   // graph of 10^4 sites read every main node's attributes 10^4 times).
   struct SiteNodes {
-    std::vector<int32_t> calls, returns;
+    // Inline for a site of up to two arguments and results: two vectors
+    // per site were two allocations per call site.
+    absl::InlinedVector<int32_t, 2> calls, returns;
   };
   const SiteNodes& Site(int32_t block, int32_t label, absl::string_view fn);  // call_sites.cc
   // A function block's local graph as BuildDeadRegions reads it (by block
