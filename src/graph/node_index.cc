@@ -87,6 +87,21 @@ absl::StatusOr<NodeIndex> NodeIndex::Build(const std::vector<NodeDef>& nodes) {
   return index;
 }
 
+NodeIndex NodeIndex::FromParts(const std::vector<NodeDef>& nodes,
+                               base::FlatHashMap<absl::string_view, int32_t> by_name, std::vector<uint32_t> offsets,
+                               std::vector<ResolvedInput> inputs) {
+  NodeIndex index;
+  if (!nodes.empty() && nodes.size() <= kLinearMax) {
+    index.linear_ = nodes.data();
+    index.linear_size_ = nodes.size();
+  } else {
+    index.by_name_ = std::move(by_name);
+  }
+  index.offsets_ = std::move(offsets);
+  index.inputs_ = std::move(inputs);
+  return index;
+}
+
 int32_t NodeIndex::Find(absl::string_view name) const {
   if (linear_ != nullptr) {
     for (size_t i = 0; i < linear_size_; ++i)

@@ -39,6 +39,13 @@ class NodeIndex {
   // "^a") or an input naming no node of the list. The index refers to the
   // nodes' names: `nodes` must outlive it and keep its elements in place.
   static absl::StatusOr<NodeIndex> Build(const std::vector<NodeDef>& nodes);
+  // The index of `nodes` from what their maker already knows (the
+  // transformation emits every input with its producer's position): the
+  // names by position, unique, and each node's inputs, in order, with
+  // `offsets` as inputs() reads them. Equal to Build's on valid input;
+  // nothing is checked.
+  static NodeIndex FromParts(const std::vector<NodeDef>& nodes, base::FlatHashMap<absl::string_view, int32_t> by_name,
+                             std::vector<uint32_t> offsets, std::vector<ResolvedInput> inputs);
 
   int32_t Find(absl::string_view name) const;  // -1 if no such node
   // Node i's inputs, in NodeDef::input order.

@@ -64,12 +64,17 @@ absl::Status CheckWholeCalls(const std::vector<NodeDef>& nodes) {
 
 absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionMode mode,
                                                          const SessionOptions& options) {
+  return Compile(std::move(graph), nullptr, mode, options);
+}
+
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, NodeIndex* main_index, ExecutionMode mode,
+                                                         const SessionOptions& options) {
   auto exe = std::make_unique<ExecutableGraph>();
-  exe->graph = std::move(graph);
+  exe->graph = std::move(graph);  // the node buffer moves: main_index's views stay valid
   exe->mode = mode;
   Compiler compiler(exe.get(), options);
   if (mode == ExecutionMode::kDynamic) TDF_RETURN_IF_ERROR(CheckWholeCalls(exe->graph.node));
-  TDF_RETURN_IF_ERROR(compiler.AddUnit(exe->graph.node, ""));
+  TDF_RETURN_IF_ERROR(compiler.AddUnit(exe->graph.node, "", main_index));
   if (mode == ExecutionMode::kDynamic) {
     for (const auto& [name, fn] : exe->graph.library.functions()) {
       if (!fn.defined) continue;

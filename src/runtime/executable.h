@@ -582,6 +582,10 @@ void CompileThreads(ExecutableGraph* exe, bool continuations);
 // executable keeps `graph` (its NodeDefs name nodes in errors and traces).
 absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, ExecutionMode mode,
                                                          const SessionOptions& options);
+// The same with the main graph's index when its maker has it
+// (StaticizeRecursionIndexed; taken): not built again.
+absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, NodeIndex* main_index, ExecutionMode mode,
+                                                         const SessionOptions& options);
 
 }  // namespace runtime
 }  // namespace tdf

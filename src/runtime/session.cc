@@ -26,6 +26,7 @@
 #include "tdf/status.h"
 #include "tdf/transform.h"
 #include "tdf/validate.h"
+#include "transform/staticize_recursion.h"
 
 namespace tdf {
 
@@ -65,9 +66,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(
     if (n.FindAttr("partial_results") != nullptr) {
       results = n.GetIntList("partial_results").value_or(std::vector<int64_t>{});
     } else {
+      results.reserve(f->signature.outputs.size());
       for (size_t r = 0; r < f->signature.outputs.size(); ++r) results.push_back(static_cast<int64_t>(r));
     }
     std::vector<std::string> returns;
+    returns.reserve(results.size());
     for (int64_t r : results) returns.push_back(absl::StrCat(site, "/return_", r));
     out.emplace_back(n.name, std::move(returns));
   }
@@ -135,9 +138,16 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   const bool calls = std::any_of(graph.node.begin(), graph.node.end(),
                                  [](const NodeDef& n) { return absl::string_view(n.op) == "Invoke"; });
   Graph executable;
+  // The transformation's index of its output: the compiler takes it
+  // instead of resolving every input of the graph again.
+  NodeIndex index;
+  bool indexed = false;
   std::vector<std::pair<std::string, std::vector<std::string>>> invoke_returns;
   if (options.mode == ExecutionMode::kStatic && calls) {
-    TDF_ASSIGN_OR_RETURN(executable, StaticizeRecursion(graph));
+    TDF_ASSIGN_OR_RETURN(StaticizedGraph staticized, StaticizeRecursionIndexed(graph));
+    executable = std::move(staticized.graph);
+    index = std::move(staticized.index);
+    indexed = true;
     invoke_returns = MainInvokeReturns(graph);
     if (owned != nullptr) *owned = Graph();
   } else if (owned != nullptr) {
@@ -164,10 +174,13 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
     po.place_tensor_ops_on_gpu = options.place_tensor_ops_on_gpu;
     po.fallback_to_cpu = options.fallback_to_cpu;
     TDF_RETURN_IF_ERROR(PlaceDevices(executable, po));
+    indexed = false;  // placement may add nodes (copies)
   }
-  TDF_ASSIGN_OR_RETURN(impl->exe, runtime::Compile(std::move(executable), options.mode, options));
+  TDF_ASSIGN_OR_RETURN(impl->exe,
+                       runtime::Compile(std::move(executable), indexed ? &index : nullptr, options.mode, options));
   for (auto& [invoke, returns] : invoke_returns) {
     std::vector<int32_t> ids;
+    ids.reserve(returns.size());
     for (const std::string& name : returns) {
       const int32_t id = impl->exe->main_index.Find(name);
       if (id < 0 || impl->exe->nodes[id].kind != runtime::NodeKind::kReturn)

@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "transform/staticize_recursion.h"
+
 #include "absl/strings/str_cat.h"
 #include "base/hash_tables.h"
 #include "graph/node_index.h"
@@ -49,6 +51,7 @@ using Num = absl::AlphaNum;
 // A function's Arg and Retval nodes by index.
 struct FunctionInfo {
   const FunctionDef* def = nullptr;
+  int32_t scope = -1;  // its Scope in Staticizer::scopes_
   std::vector<const NodeDef*> args;     // null where the body has no Arg j
   std::vector<const NodeDef*> retvals;  // never null once analyzed
 };
@@ -112,6 +115,9 @@ struct Scope {
   }
   base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
   size_t emitted_by_sites = 0;  // the nodes their Invokes become
+  // Per node of *nodes: the output position of the node it becomes (an
+  // Invoke: of its first Call; its Returns follow its Calls).
+  std::vector<int32_t> out_pos;
 
   std::string Where() const {
     return function == nullptr ? "the main graph" : absl::StrCat("function '", function->signature.name, "'");
@@ -208,13 +214,14 @@ class Staticizer {
  public:
   explicit Staticizer(const Graph& graph) : graph_(graph) {}
 
-  absl::StatusOr<Graph> Run() {
+  absl::StatusOr<StaticizedGraph> Run() {
     TDF_ASSIGN_OR_RETURN(std::set<std::string> reachable, Reachable(graph_));
     scopes_.reserve(reachable.size() + 1);
     scopes_.push_back(MakeScope(nullptr, graph_.node));
     for (const std::string& name : reachable) {
       const FunctionDef* f = graph_.library.Find(name);
       TDF_ASSIGN_OR_RETURN(FunctionInfo info, Analyze(*f));
+      info.scope = static_cast<int32_t>(scopes_.size());
       functions_.emplace(name, std::move(info));
       scopes_.push_back(MakeScope(f, f->node));
     }
@@ -225,9 +232,18 @@ class Staticizer {
     size_t emitted = 0;
     for (const Scope& scope : scopes_) emitted += scope.nodes->size() - scope.sites.size() + scope.emitted_by_sites;
     out_.node.reserve(emitted);
+    offsets_.reserve(emitted + 1);
+    offsets_.push_back(0);
     for (const Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, Emit(scope)));
-    TDF_RETURN_IF_ERROR(CheckUniqueNames());
-    return std::move(out_);
+    // Grown by doubling, and kept by the compiler to its end: its slack
+    // was most of a Create's extra memory (plaincalls(10^5): 30 MB).
+    inputs_.shrink_to_fit();
+    TDF_ASSIGN_OR_RETURN(auto by_name, CheckUniqueNames());
+    StaticizedGraph result;
+    result.graph = std::move(out_);
+    // The vector's buffer moved with it: the names the index views stay put.
+    result.index = NodeIndex::FromParts(result.graph.node, std::move(by_name), std::move(offsets_), std::move(inputs_));
+    return result;
   }
 
  private:
@@ -249,9 +265,17 @@ class Staticizer {
     return absl::Status(s.code(), absl::StrCat("in function '", scope.function->signature.name, "': ", s.message()));
   }
 
+  // Numbers the sites of `scope` and places its nodes in the output; called
+  // on the scopes in Emit's order.
   absl::Status NumberSites(Scope& scope) {
-    for (const NodeDef& node : *scope.nodes) {
-      if (node.op != kInvoke) continue;
+    scope.out_pos.resize(scope.nodes->size());
+    for (size_t k = 0; k < scope.nodes->size(); ++k) {
+      const NodeDef& node = (*scope.nodes)[k];
+      scope.out_pos[k] = next_pos_;
+      if (node.op != kInvoke) {
+        ++next_pos_;
+        continue;
+      }
       TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
       Site site;
       site.name = Concat({scope.prefix, node.name});  // one allocation; operator+ made two
@@ -276,31 +300,38 @@ class Staticizer {
         SiteRecord record;
         record.name = site.name;
         record.supplied.assign(f->signature.inputs.size(), 0);
+        record.call_pos.assign(f->signature.inputs.size(), -1);
         sites.push_back(std::move(record));
         if (!group.empty()) groups_[{scope.prefix, f->signature.name, group}] = {site.index, site.name};
       }
       std::vector<uint8_t>& supplied = sites[site.index].supplied;
-      for (int j : site.args) {
+      for (size_t a = 0; a < site.args.size(); ++a) {
+        const int j = site.args[a];
         if (supplied[j] != 0)
           return NodeError(node, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("argument ", j, " of site group '", group, "' is supplied twice"));
         supplied[j] = 1;
+        sites[site.index].call_pos[j] = next_pos_ + static_cast<int32_t>(a);  // EmitInvoke's order
       }
       // EmitInvoke's Calls (one per argument, or one) and Returns.
-      scope.emitted_by_sites += std::max<size_t>(site.args.size(), 1) + site.results.size();
+      const size_t emitted = std::max<size_t>(site.args.size(), 1) + site.results.size();
+      scope.emitted_by_sites += emitted;
+      next_pos_ += static_cast<int32_t>(emitted);
       scope.sites.emplace(node.name, std::move(site));
     }
     return absl::OkStatus();
   }
 
-  // Appends the output form of `input` (an input of `consumer` in `scope`).
+  // Appends the output form of `input` (an input of `consumer` in `scope`)
+  // to `out`, and its producer's output position to `resolved`.
   absl::Status RewriteInput(const Scope& scope, const NodeDef& consumer, const std::string& input,
-                            std::vector<std::string>& out) const {
+                            std::vector<std::string>& out, std::vector<ResolvedInput>& resolved) const {
     TDF_ASSIGN_OR_RETURN(InputView ref, ParseInputView(input));
     const NodeDef* producer = scope.FindNode(ref.node);
     if (producer == nullptr)
       return NodeError(consumer, absl::StatusCode::kInvalidArgument,
                        absl::StrCat("input '", input, "' names no node of ", scope.Where()));
+    const int32_t pos = scope.out_pos[producer - scope.nodes->data()];
     if (producer->op != kInvoke) {
       if (ref.is_control) {
         out.push_back(Concat({"^", scope.prefix, ref.node}));
@@ -309,13 +340,19 @@ class Staticizer {
       } else {
         out.push_back(Concat({scope.prefix, ref.node, ":", Num(ref.port).Piece()}));
       }
+      resolved.push_back({pos, ref.port, ref.is_control});
       return absl::OkStatus();
     }
     const Site& site = scope.sites.at(ref.node);
     const int y = static_cast<int>(site.results.size());
+    // The site's Returns follow its Calls (EmitInvoke).
+    const int32_t returns = pos + static_cast<int32_t>(std::max<size_t>(site.args.size(), 1));
     if (ref.is_control) {
       // "After S" means after every result of S.
-      for (int r : site.results) out.push_back(Concat({"^", site.name, "/return_", Num(r).Piece()}));
+      for (int k = 0; k < y; ++k) {
+        out.push_back(Concat({"^", site.name, "/return_", Num(site.results[k]).Piece()}));
+        resolved.push_back({returns + k, 0, true});
+      }
       return absl::OkStatus();
     }
     if (ref.port >= y)
@@ -323,20 +360,24 @@ class Staticizer {
                        absl::StrCat("input '", input, "': '", site.callee->signature.name, "' has only ", y,
                                     " results"));
     out.push_back(Concat({site.name, "/return_", Num(site.results[ref.port]).Piece()}));
+    resolved.push_back({returns + ref.port, 0, false});
     return absl::OkStatus();
   }
 
-  absl::Status EmitInvoke(const Scope& scope, const NodeDef& invoke) {
+  absl::Status EmitInvoke(const Scope& scope, const NodeDef& invoke, int32_t pos) {
     const Site& site = scope.sites.at(invoke.name);
     const FunctionSignature& sig = site.callee->signature;
     const std::string& fname = sig.name;
     const int x = static_cast<int>(site.args.size());
     std::vector<std::string> data, control;
+    std::vector<ResolvedInput> data_at, control_at;
     for (int k = 0; k < static_cast<int>(invoke.input.size()); ++k)
-      TDF_RETURN_IF_ERROR(RewriteInput(scope, invoke, invoke.input[k], k < x ? data : control));
+      TDF_RETURN_IF_ERROR(
+          RewriteInput(scope, invoke, invoke.input[k], k < x ? data : control, k < x ? data_at : control_at));
 
     std::vector<std::string> calls;
-    auto add_call = [&](std::string name, DType t, int64_t arg_index, std::vector<std::string> inputs) {
+    auto add_call = [&](std::string name, DType t, int64_t arg_index, std::vector<std::string> inputs,
+                        const ResolvedInput* first) {
       NodeDef call;
       call.name = std::move(name);
       call.op = "Call";
@@ -349,19 +390,22 @@ class Staticizer {
       call.attr.emplace_hint(call.attr.end(), "function", fname);
       call.device = invoke.device;
       calls.push_back(call.name);
+      if (first != nullptr) inputs_.push_back(*first);
+      inputs_.insert(inputs_.end(), control_at.begin(), control_at.end());
       Append(scope, std::move(call));
     };
     if (x == 0) {
       // The invocation still needs a Call to create its frame.
-      add_call(Concat({site.name, "/call"}), DType::kBool, -1, control);
+      add_call(Concat({site.name, "/call"}), DType::kBool, -1, control, nullptr);
     }
     for (int k = 0; k < x; ++k) {
       const int j = site.args[k];
       std::vector<std::string> inputs = {data[k]};
       inputs.insert(inputs.end(), control.begin(), control.end());
-      add_call(Concat({site.name, "/call_", Num(j).Piece()}), sig.inputs[j].type, j, std::move(inputs));
+      add_call(Concat({site.name, "/call_", Num(j).Piece()}), sig.inputs[j].type, j, std::move(inputs), &data_at[k]);
     }
     const FunctionInfo& info = functions_.at(fname);
+    const Scope& callee = scopes_[info.scope];
     for (int r : site.results) {
       NodeDef ret;
       // Session::Create resolves fetches of a main-graph Invoke to these
@@ -369,9 +413,11 @@ class Staticizer {
       ret.name = Concat({site.name, "/return_", Num(r).Piece()});
       ret.op = "Return";
       ret.input.push_back(Concat({fname, "/", info.retvals[r]->name}));
+      inputs_.push_back({callee.out_pos[info.retvals[r] - callee.nodes->data()], 0, false});
       // Call_i -> Return_i: a dead argument skips the body and comes back
       // dead through the Return (design.md §2.5).
       for (const std::string& c : calls) ret.input.push_back(Concat({"^", c}));
+      for (size_t c = 0; c < calls.size(); ++c) inputs_.push_back({pos + static_cast<int32_t>(c), 0, true});
       ret.attr.emplace_hint(ret.attr.end(), "T", sig.outputs[r].type);
       ret.attr.emplace_hint(ret.attr.end(), "call_site", site.index);
       ret.attr.emplace_hint(ret.attr.end(), "function", fname);
@@ -384,9 +430,10 @@ class Staticizer {
 
   absl::Status Emit(const Scope& scope) {
     const std::string fname = scope.function ? scope.function->signature.name : "";
-    for (const NodeDef& node : *scope.nodes) {
+    for (size_t k = 0; k < scope.nodes->size(); ++k) {
+      const NodeDef& node = (*scope.nodes)[k];
       if (node.op == kInvoke) {
-        TDF_RETURN_IF_ERROR(EmitInvoke(scope, node));
+        TDF_RETURN_IF_ERROR(EmitInvoke(scope, node, scope.out_pos[k]));
         continue;
       }
       NodeDef copy;
@@ -398,7 +445,9 @@ class Staticizer {
         copy.op = "Merge";
         copy.attr = {{"T", scope.function->signature.inputs[j].type}};
         for (const SiteRecord& site : sites_of_.at(fname)) {
-          if (site.supplied[j] != 0) copy.input.push_back(Concat({site.name, "/call_", Num(j).Piece()}));
+          if (site.supplied[j] == 0) continue;
+          copy.input.push_back(Concat({site.name, "/call_", Num(j).Piece()}));
+          inputs_.push_back({site.call_pos[j], 0, false});
         }
         if (copy.input.empty())
           return NodeError(node, absl::StatusCode::kUnimplemented,
@@ -407,7 +456,8 @@ class Staticizer {
         continue;
       }
       copy.input.reserve(node.input.size());  // at least; grown from empty it reallocated per node
-      for (const std::string& in : node.input) TDF_RETURN_IF_ERROR(RewriteInput(scope, node, in, copy.input));
+      for (const std::string& in : node.input)
+        TDF_RETURN_IF_ERROR(RewriteInput(scope, node, in, copy.input, inputs_));
       if (scope.function != nullptr && node.op == kRetval) {
         copy.op = "Identity";
       } else {
@@ -425,23 +475,27 @@ class Staticizer {
     return absl::OkStatus();
   }
 
+  // Appends `node`, whose resolved inputs are the last of inputs_.
   void Append(const Scope& scope, NodeDef node) {
     // Nothing feeds a sourceless body node; the executor fires it when an
     // invocation of its function starts.
     if (scope.function != nullptr && node.input.empty())
       node.attr[std::string(kFunctionAttr)] = scope.function->signature.name;
     out_.node.push_back(std::move(node));
+    offsets_.push_back(static_cast<uint32_t>(inputs_.size()));
   }
 
-  absl::Status CheckUniqueNames() const {
-    base::FlatHashSet<absl::string_view> seen;
-    for (const NodeDef& node : out_.node) {
-      if (!seen.insert(node.name).second)
+  // The output's nodes by name (the index's table, NodeIndex::FromParts).
+  absl::StatusOr<base::FlatHashMap<absl::string_view, int32_t>> CheckUniqueNames() const {
+    base::FlatHashMap<absl::string_view, int32_t> by_name(base::BucketsFor(out_.node.size()));
+    for (size_t i = 0; i < out_.node.size(); ++i) {
+      const NodeDef& node = out_.node[i];
+      if (!by_name.emplace(node.name, static_cast<int32_t>(i)).second)
         return NodeError(node, absl::StatusCode::kInvalidArgument,
                          "the transformed graph has two nodes of this name; rename the original node that "
                          "clashes with a function's \"<function>/<node>\" or a call's \"<call>/call_<j>\" name");
     }
-    return absl::OkStatus();
+    return by_name;
   }
 
   const Graph& graph_;
@@ -454,16 +508,27 @@ class Staticizer {
   struct SiteRecord {
     std::string name;
     std::vector<uint8_t> supplied;
+    std::vector<int32_t> call_pos;  // per argument: the output position of the Call that supplies it
   };
   base::FlatHashMap<std::string, std::vector<SiteRecord>> sites_of_;
   // Split sites: (scope prefix, callee, site_group) -> (index, site name).
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, std::string>> groups_;
   Graph out_;
+  // The output's index as it is emitted (NodeIndex's parts): each node's
+  // inputs by producer position, and where each node's start.
+  std::vector<uint32_t> offsets_;
+  std::vector<ResolvedInput> inputs_;
+  int32_t next_pos_ = 0;  // NumberSites: the next output position
 };
 
 }  // namespace
 
-absl::StatusOr<Graph> StaticizeRecursion(const Graph& graph) { return Staticizer(graph).Run(); }
+absl::StatusOr<Graph> StaticizeRecursion(const Graph& graph) {
+  TDF_ASSIGN_OR_RETURN(StaticizedGraph out, Staticizer(graph).Run());
+  return std::move(out.graph);
+}
+
+absl::StatusOr<StaticizedGraph> StaticizeRecursionIndexed(const Graph& graph) { return Staticizer(graph).Run(); }
 
 absl::Status PruneUnreachableFunctions(Graph& graph) {
   // Unlike StaticizeRecursion this keeps calls of missing or declared-only

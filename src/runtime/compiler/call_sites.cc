@@ -57,12 +57,14 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           return NodeError(def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("calls function '", fn, "' whose body is not in the graph"));
         Info(n).target_block = fit->second;
-        Info(n).child_slot = ChildSlot(n.block, absl::StrCat("call:", fn, ":", Info(n).label), false);
+        Info(n).child_slot = ChildSlot(n.block, ChildKind::kCall, fit->second, Info(n).label);
         const SiteNodes& site = Site(n.block, Info(n).label, fn);
         const int32_t calls = static_cast<int32_t>(site.calls.size());
+        if (!site.returns.empty()) Info(n).mutable_lists().site_returns.reserve(site.returns.size());
         for (int32_t ret : site.returns) Info(n).mutable_lists().site_returns.push_back({ret, nodes[ret].slot_base});
         Info(n).site_num_calls = calls;
         if (calls > 1) blk.child_fed_by_several[Info(n).child_slot] = 1;
+        Info(n).site_call_nodes.reserve(site.calls.size());
         for (int32_t other : site.calls) {
           if (other == id) Info(n).site_call_index = static_cast<int32_t>(Info(n).site_calls().size());
           Info(n).site_call_nodes.push_back(other);
@@ -123,7 +125,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           return NodeError(def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("calls function '", fn, "' which has no definition"));
         Info(n).target_block = fit->second;
-        Info(n).child_slot = ChildSlot(n.block, absl::StrCat("invoke:", id), false);
+        Info(n).child_slot = ChildSlot(n.block, ChildKind::kInvoke, id, 0);
         Info(n).label = invoke_sites_[fn]++;  // dynamic mode: one Invoke per call
         break;
       }

@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "base/hash_tables.h"
@@ -87,7 +89,9 @@ class Compiler {
   NodeInfo& Info(const NodeBuild& n) { return exe_->info[n.id]; }
   const NodeInfo& Info(const NodeBuild& n) const { return exe_->info[n.id]; }
 
-  absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name);  // units.cc
+  // `index`: of `nodes`, when its maker has it (taken); else built here.
+  absl::Status AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name,
+                       NodeIndex* index = nullptr);  // units.cc
   absl::Status Link();  // units.cc
   std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
   NodeIndex TakeMainIndex() { return std::move(units_.front().index); }
@@ -98,7 +102,10 @@ class Compiler {
     NodeIndex index;           // inputs by position in the list
   };
 
-  int32_t ChildSlot(int32_t block, const std::string& key, bool is_loop);  // units.cc
+  // The child slot of `block` for a loop (a: the loop's block), a call
+  // site (a: the callee's block, b: the label) or an Invoke (a: its id).
+  enum class ChildKind : int32_t { kLoop, kCall, kInvoke };
+  int32_t ChildSlot(int32_t block, ChildKind kind, int32_t a, int32_t b);  // units.cc
   absl::Status LinkUnit(const Unit& unit);  // units.cc
   absl::Status FoldConstants(const Unit& unit);  // fold_constants.cc
   absl::Status FinishUnit(const Unit& unit);  // call_sites.cc
@@ -125,7 +132,9 @@ class Compiler {
   // block order: a Call finds its site's without scanning its block (a main
   // graph of 10^4 sites read every main node's attributes 10^4 times).
   struct SiteNodes {
-    std::vector<int32_t> calls, returns;
+    // Inline for a site of up to two arguments and results: two vectors
+    // per site were two allocations per call site.
+    absl::InlinedVector<int32_t, 2> calls, returns;
   };
   const SiteNodes& Site(int32_t block, int32_t label, absl::string_view fn);  // call_sites.cc
   // A function block's local graph as BuildDeadRegions reads it (by block
@@ -211,21 +220,35 @@ class Compiler {
     int32_t block, group, port;
     int32_t region;  // regions_ index
   };
-  base::FlatHashMap<int32_t, std::vector<DeadWith>> dead_with_;
+  // Inline: most nodes are in one region (a vector each was an allocation
+  // per node of a Cond's branches).
+  base::FlatHashMap<int32_t, absl::InlinedVector<DeadWith, 1>> dead_with_;
   // Whether no frame has both a node dead with `a` and one dead with `b`
   // live: some group's opposite ports make them dead (nested_regions.cc).
-  bool ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const;
+  bool ExclusiveDeadWith(absl::Span<const DeadWith> a, absl::Span<const DeadWith> b) const;
   // Switch id -> its predicate group in its block (BuildDeadRegions).
   base::FlatHashMap<int32_t, int32_t> predicate_group_of_;
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
-  base::FlatHashMap<std::string, int32_t> op_ids_;
-  OpSchemaCache op_schemas_;  // views into the graph's NodeDefs, which exe_ owns
+  // Per op: its schema, id in exe_->op_names and node kind, found with
+  // one lookup per node (the last op's without any). Keys view the graph's
+  // NodeDefs, which exe_ owns.
+  struct OpEntry {
+    const OpSchema* schema = nullptr;
+    int32_t op_id = -1;
+    NodeKind kind = NodeKind::kKernel;
+  };
+  const OpEntry* FindOp(const NodeDef& def);  // units.cc; null: unknown op
+  base::FlatHashMap<absl::string_view, OpEntry> ops_;
+  absl::string_view last_op_name_;
+  const OpEntry* last_op_ = nullptr;
+  OpSchemaCache op_schemas_;
   // Hashed, found by string_view: a static graph has a function block per
   // function, looked up on every Call's and Return's edges.
   base::FlatHashMap<std::string, int32_t> function_blocks_;
   std::map<std::string, int32_t> invoke_sites_;
-  std::map<int32_t, base::FlatHashMap<std::string, int32_t>> child_slots_;
+  // (block, kind, a, b) as ChildSlot takes them: ints, not a string built per Call.
+  base::FlatHashMap<std::tuple<int32_t, int32_t, int32_t, int32_t>, int32_t> child_slots_;
   base::FlatHashMap<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
   base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;

@@ -142,12 +142,12 @@ bool ThreadBuilder::BuildContinuation(const PathEnd& end, const ThreadPath& path
     for (int32_t e = 0; e < inlets[i].num_edges; ++e)
       if (!Deliver(m, inlets[i].edges[e], static_cast<int16_t>(i), false)) return false;
   start_pending_ = &end.model.pending;
-  std::vector<ThreadInstr> code;
+  Code code;
   if (!Run(std::move(m), &code) || code.size() > kMaxThreadCode) return false;
   if (code.size() == 1 && code[0].op == ThreadInstr::Op::kFallback) return false;
   out_->block = blk_.id;
   out_->num_regs = num_regs_;
-  out_->code = std::move(code);
+  out_->code.assign(code.begin(), code.end());
   out_->inlets = std::move(inlets);
   out_->held_calls = std::move(held);
   return true;

@@ -330,7 +330,9 @@ void Compiler::ForwardExclusiveResultMerges() {
   // in block and edge order, taken in one pass (a scan of the block per
   // result Merge was quadratic in a body's results). Forwarding one Merge
   // appends Return edges only, so the indices stay valid.
-  base::FlatHashMap<int32_t, std::vector<std::pair<int32_t, int32_t>>> into_candidate;
+  // Inline for a Merge of two inputs (a Cond's): a vector each was two
+  // allocations per result Merge.
+  base::FlatHashMap<int32_t, absl::InlinedVector<std::pair<int32_t, int32_t>, 2>> into_candidate;
   for (const ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {

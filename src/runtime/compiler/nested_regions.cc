@@ -90,7 +90,7 @@ int32_t Compiler::CommonRegion(int32_t a, int32_t b) const {
 // deepest common region (or at their roots), they go through the two
 // regions of one group: the two regions of a group are siblings, and
 // any such pair lower down would have a common parent lower down.
-bool Compiler::ExclusiveDeadWith(const std::vector<DeadWith>& a, const std::vector<DeadWith>& b) const {
+bool Compiler::ExclusiveDeadWith(absl::Span<const DeadWith> a, absl::Span<const DeadWith> b) const {
   auto split = [&](int32_t x, int32_t y) {
     const int32_t common = CommonRegion(x, y);
     const int32_t below = common < 0 ? 0 : regions_[common].depth + 1;

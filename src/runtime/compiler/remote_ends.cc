@@ -62,7 +62,7 @@ absl::Status Compiler::LinkRemoteLoops() {
     NodeBuild& cond = nodes_[loop_cond[b]];
     TDF_ASSIGN_OR_RETURN(blk.wire_id, Info(cond).def->GetInt(kFrameIdAttr));
     if (blk.parent < 0) return absl::InternalError(absl::StrCat("loop '", blk.name, "' has no enclosing block"));
-    const int32_t slot = ChildSlot(blk.parent, absl::StrCat("loop:", b), true);
+    const int32_t slot = ChildSlot(blk.parent, ChildKind::kLoop, b, 0);
     ExecBlock& parent = exe_->blocks[blk.parent];
     parent.remote_loops.push_back({blk.wire_id, static_cast<int32_t>(b), slot, started_here});
     // A loop no local Enter starts: each frame of the enclosing block

@@ -184,12 +184,14 @@ void Compiler::MarkTailSites() {
   if (exe_->mode != ExecutionMode::kStatic) return;
   std::vector<NodeBuild>& nodes = nodes_;
   // Per function block, its nodes with Return edges, in block order: each
-  // Call reads its callee's, not the callee's every node.
-  std::vector<std::vector<int32_t>> delivering(exe_->blocks.size());
+  // Call reads its callee's, not the callee's every node. One list, block
+  // after block (a vector per block was an allocation per function).
+  std::vector<int32_t> delivering_begin(exe_->blocks.size() + 1, 0), delivering;
   for (ExecBlock& blk : exe_->blocks) {
+    delivering_begin[blk.id] = static_cast<int32_t>(delivering.size());
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
-      if (!Info(id).return_edges_by_label.empty()) delivering[blk.id].push_back(id);
+      if (!Info(id).return_edges_by_label.empty()) delivering.push_back(id);
       const int32_t index = Info(id).result_index;
       if (Info(id).return_edges_by_label.empty() || index < 0) continue;
       if (index >= static_cast<int32_t>(blk.result_nodes.size())) blk.result_nodes.resize(index + 1, -1);
@@ -199,6 +201,7 @@ void Compiler::MarkTailSites() {
       if (chosen < 0 || (Info(chosen).forwarded && !Info(id).forwarded)) chosen = id;
     }
   }
+  delivering_begin[exe_->blocks.size()] = static_cast<int32_t>(delivering.size());
   for (NodeBuild& c : nodes) {
     if (c.kind != NodeKind::kCall || Info(c).split_site || Info(c).target_block < 0) continue;
     ExecBlock& caller = exe_->blocks[c.block];
@@ -206,7 +209,8 @@ void Compiler::MarkTailSites() {
     if (caller.kind != ExecBlock::Kind::kFunction || callee.kind != ExecBlock::Kind::kFunction) continue;
     const int32_t label = Info(c).label;
     bool tail = false;
-    for (int32_t id : delivering[callee.id]) {
+    for (int32_t k = delivering_begin[callee.id]; k < delivering_begin[callee.id + 1]; ++k) {
+      const int32_t id = delivering[k];
       const NodeInfo& x = Info(id);
       if (x.return_edges_by_label.empty()) continue;
       tail = x.result_index >= 0 && label < static_cast<int32_t>(x.return_edges_by_label.size());

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "runtime/executable.h"
 
 namespace tdf {
@@ -25,18 +26,24 @@ constexpr int32_t kModelMergeCountMask = 0xFFFF;
 constexpr size_t kMaxModelNodes = 256;
 constexpr size_t kMaxThreadCode = 256;
 
-// A frame of the block as the model runs it.
+// A frame of the block as the model runs it. Inline up to the size of a
+// small body: a model is built per call site and copied at every fork, and
+// with std::vectors those copies were most of the step's allocations
+// (10^4 functions: 12 per site).
 struct Model {
-  std::vector<int32_t> pending;      // the frame's pending array
-  std::vector<int16_t> reg_of_slot;  // per input slot: the register it holds, or -1
-  std::vector<int8_t> decided;       // per register: a predicate's outcome on this path, or -1
-  std::vector<int32_t> ready;        // node ids
-  std::vector<int32_t> op_ids;       // fired, in order
-  std::vector<uint8_t> fired;        // per block index
-  std::vector<std::pair<int32_t, int16_t>> calls;  // Calls fired: node, argument register
+  absl::InlinedVector<int32_t, 32> pending;      // the frame's pending array
+  absl::InlinedVector<int16_t, 48> reg_of_slot;  // per input slot: the register it holds, or -1
+  absl::InlinedVector<int8_t, kMaxThreadRegs> decided;  // per register: a predicate's outcome on this path, or -1
+  absl::InlinedVector<int32_t, 16> ready;        // node ids
+  absl::InlinedVector<int32_t, 32> op_ids;       // fired, in order
+  absl::InlinedVector<uint8_t, 32> fired;        // per block index
+  absl::InlinedVector<std::pair<int32_t, int16_t>, 4> calls;  // Calls fired: node, argument register
   int32_t result_node = -1;
   int16_t result_reg = -1;
 };
+
+// A path's code while it is built (forks build each branch's apart).
+using Code = absl::InlinedVector<ThreadInstr, 16>;
 
 // A path that ends in calls, and the model of its frame at its end: where
 // its continuation starts (continuations.cc).
@@ -49,7 +56,11 @@ class ThreadBuilder {
  public:
   ThreadBuilder(const ExecutableGraph& exe, const ExecBlock& blk, CompiledThread* out)
       : exe_(exe), blk_(blk), out_(out) {
-    for (const auto& [slot, value] : blk.prefilled) prefilled_[slot] = &value;
+    prefilled_.reserve(blk.prefilled.size());
+    for (const auto& [slot, value] : blk.prefilled) prefilled_.push_back({slot, &value});
+    // By slot; of two entries for one slot the later counts (stable).
+    std::stable_sort(prefilled_.begin(), prefilled_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
   }
 
   // The paths of the thread built that end in calls, with their models.
@@ -70,7 +81,7 @@ class ThreadBuilder {
         calls.size() >= static_cast<size_t>(kMaxThreadRegs))
       return false;
     Model m;
-    m.pending = blk_.pending_template;
+    m.pending.assign(blk_.pending_template.begin(), blk_.pending_template.end());
     m.reg_of_slot.assign(blk_.num_slots, -1);
     m.decided.assign(kMaxThreadRegs, -1);
     m.fired.assign(blk_.nodes.size(), 0);
@@ -89,21 +100,21 @@ class ThreadBuilder {
       if (n.kind != NodeKind::kKernel || !n.is_const || n.num_inputs != 0) return false;
       m.ready.push_back(src);
     }
-    std::vector<ThreadInstr> code;
+    Code code;
     if (!Run(std::move(m), &code) || code.size() > kMaxThreadCode) return false;
     if (code.size() == 1 && code[0].op == ThreadInstr::Op::kFallback) return false;  // no path returns
     out_->block = blk_.id;
     out_->num_regs = num_regs_;
     out_->num_args = static_cast<int32_t>(calls.size());
     out_->site_calls = calls;
-    out_->code = std::move(code);
+    out_->code.assign(code.begin(), code.end());
     return true;
   }
 
  private:
   int16_t NewReg() { return num_regs_ < kMaxThreadRegs ? static_cast<int16_t>(num_regs_++) : -1; }
 
-  int16_t Const(const Tensor& value, std::vector<ThreadInstr>* code) {
+  int16_t Const(const Tensor& value, Code* code) {
     if (!value.is_inline_scalar()) return -1;
     const int16_t r = NewReg();
     if (r < 0) return -1;
@@ -118,11 +129,18 @@ class ThreadBuilder {
 
   // The register an input slot's value is in (a folded constant is loaded
   // into one), or -1.
-  int16_t InputReg(Model& m, int32_t slot, std::vector<ThreadInstr>* code) {
+  int16_t InputReg(Model& m, int32_t slot, Code* code) {
     if (m.reg_of_slot[slot] >= 0) return m.reg_of_slot[slot];
-    auto it = prefilled_.find(slot);
-    if (it == prefilled_.end()) return -1;
-    return m.reg_of_slot[slot] = Const(*it->second, code);
+    const Tensor* value = Prefilled(slot);
+    if (value == nullptr) return -1;
+    return m.reg_of_slot[slot] = Const(*value, code);
+  }
+
+  // The constant folded into `slot`, or null.
+  const Tensor* Prefilled(int32_t slot) const {
+    auto it = std::upper_bound(prefilled_.begin(), prefilled_.end(), slot,
+                               [](int32_t s, const auto& entry) { return s < entry.first; });
+    return it == prefilled_.begin() || (it - 1)->first != slot ? nullptr : (it - 1)->second;
   }
 
   // DeliverEdge on the model; false: the path leaves the model. A Return
@@ -173,15 +191,15 @@ class ThreadBuilder {
   // Runs the model to the end of its path (forking at Switches on a
   // predicate not yet decided), appending the path's code. False: the
   // thread cannot be built (too many registers).
-  bool Run(Model m, std::vector<ThreadInstr>* code) {
-    std::vector<ThreadInstr> prefix;
+  bool Run(Model m, Code* code) {
+    Code prefix;
     while (!m.ready.empty()) {
       const int32_t id = m.ready.back();
       const ExecNode& n = exe_.nodes[id];
       if (n.kind == NodeKind::kSwitch && n.num_inputs == 2) {
         const int16_t p = InputReg(m, n.slot_base + 1, &prefix);
         if (p >= 0 && m.decided[p] < 0) {
-          std::vector<ThreadInstr> on_false, on_true;
+          Code on_false, on_true;
           for (int outcome : {0, 1}) {
             Model fork = m;
             fork.decided[p] = static_cast<int8_t>(outcome);
@@ -225,7 +243,7 @@ class ThreadBuilder {
       code->push_back(FallbackInstr());
       return true;
     }
-    path.op_ids = std::move(m.op_ids);
+    path.op_ids.assign(m.op_ids.begin(), m.op_ids.end());
     ThreadInstr end;
     end.op = ThreadInstr::Op::kEnd;
     end.arg = static_cast<int32_t>(out_->paths.size());
@@ -272,10 +290,10 @@ class ThreadBuilder {
       if (m.fired[i] || exe_.info[blk_.nodes[i]].forwarded) continue;
       const ExecNode& n = exe_.nodes[blk_.nodes[i]];
       for (int32_t slot = n.slot_base; slot < n.slot_base + n.num_inputs && slot < blk_.num_slots; ++slot)
-        if (m.reg_of_slot[slot] >= 0 && !prefilled_.count(slot) && !LoadedFrom(m.reg_of_slot[slot], slot))
+        if (m.reg_of_slot[slot] >= 0 && Prefilled(slot) == nullptr && !LoadedFrom(m.reg_of_slot[slot], slot))
           path->writes.push_back({slot, m.reg_of_slot[slot]});
     }
-    const std::vector<int32_t>& base = start_pending_ != nullptr ? *start_pending_ : blk_.pending_template;
+    const int32_t* base = start_pending_ != nullptr ? start_pending_->data() : blk_.pending_template.data();
     for (size_t i = 0; i < m.pending.size(); ++i)
       if (m.pending[i] != base[i]) path->pendings.push_back({static_cast<int32_t>(i), m.pending[i]});
     return true;
@@ -300,13 +318,13 @@ class ThreadBuilder {
  private:
   bool Callable(int32_t call) const { return CallableIn(exe_, call); }
   std::vector<int32_t> SiteCalls(int32_t call) const { return SiteCallsIn(exe_, call); }
-  static bool Fallback(const std::vector<ThreadInstr>& code) {
+  static bool Fallback(const Code& code) {
     return code.size() == 1 && code[0].op == ThreadInstr::Op::kFallback;
   }
 
   // Fires node `id` live on the model: 1 done, 0 the path leaves the
   // model, -1 out of registers.
-  int Fire(Model& m, int32_t id, std::vector<ThreadInstr>* code) {
+  int Fire(Model& m, int32_t id, Code* code) {
     const ExecNode& n = exe_.nodes[id];
     const NodeInfo& info = exe_.info[id];
     if (n.has_invariants || n.block != blk_.id) return 0;
@@ -408,11 +426,11 @@ class ThreadBuilder {
   const ExecutableGraph& exe_;
   const ExecBlock& blk_;
   CompiledThread* out_;
-  std::map<int32_t, const Tensor*> prefilled_;
+  std::vector<std::pair<int32_t, const Tensor*>> prefilled_;  // by slot (Prefilled)
   int num_regs_ = 1;
   std::vector<PathEnd> ends_;
   // A continuation: the frame's pending counts when it starts.
-  const std::vector<int32_t>* start_pending_ = nullptr;
+  const absl::InlinedVector<int32_t, 32>* start_pending_ = nullptr;
 };
 
 // The typed form of a thread's code (threads.cc): false when some op or

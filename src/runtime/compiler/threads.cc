@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "runtime/compiler/thread_builder.h"
 #include "runtime/executable.h"
 
@@ -83,9 +85,9 @@ class ThreadTyper {
     }
     for (int r = 0; r < num_args; ++r)
       if (dtype_[r] == DType::kInvalid) dtype_[r] = DType::kInt64;
-    std::vector<TypedInstr> typed;
-    std::vector<int8_t> is_const(t_->num_regs, 0);
-    std::vector<int64_t> const_value(t_->num_regs, 0);
+    absl::InlinedVector<TypedInstr, 32> typed;
+    absl::InlinedVector<int8_t, kMaxThreadRegs> is_const(t_->num_regs, 0);
+    absl::InlinedVector<int64_t, kMaxThreadRegs> const_value(t_->num_regs, 0);
     for (const ThreadInstr& in : code) {
       TypedInstr out;
       out.dst = static_cast<int8_t>(in.dst);
@@ -126,10 +128,10 @@ class ThreadTyper {
     }
     for (DType d : dtype_)
       if (d != DType::kInvalid && !Storable(d)) return false;
-    t_->typed = DropUnusedConsts(std::move(typed));
+    t_->typed = DropUnusedConsts(typed);
     FuseBranches(&t_->typed);
     t_->arg_dtypes.assign(dtype_.begin(), dtype_.begin() + num_args);
-    t_->reg_dtypes = dtype_;
+    t_->reg_dtypes.assign(dtype_.begin(), dtype_.end());
     return true;
   }
 
@@ -247,8 +249,8 @@ class ThreadTyper {
 
   // Constants that only immediates read are not loaded; branch offsets
   // are remapped over the removed instructions.
-  std::vector<TypedInstr> DropUnusedConsts(std::vector<TypedInstr> code) const {
-    std::vector<int8_t> read(t_->num_regs, 0);
+  std::vector<TypedInstr> DropUnusedConsts(absl::Span<const TypedInstr> code) const {
+    absl::InlinedVector<int8_t, kMaxThreadRegs> read(t_->num_regs, 0);
     for (const TypedInstr& in : code) {
       if (in.op == TypedInstr::Op::kConst) continue;
       if (in.a >= 0) read[in.a] = 1;
@@ -256,7 +258,7 @@ class ThreadTyper {
     }
     for (const ThreadPath& p : t_->paths)
       for (int16_t r : p.out_regs) read[r] = 1;
-    std::vector<int32_t> new_index(code.size() + 1);
+    absl::InlinedVector<int32_t, 64> new_index(code.size() + 1);
     int32_t kept = 0;
     for (size_t i = 0; i < code.size(); ++i) {
       new_index[i] = kept;
@@ -264,6 +266,7 @@ class ThreadTyper {
     }
     new_index[code.size()] = kept;
     std::vector<TypedInstr> out;
+    out.reserve(kept);
     for (size_t i = 0; i < code.size(); ++i) {
       TypedInstr in = code[i];
       if (in.op == TypedInstr::Op::kConst && !read[in.dst]) continue;
@@ -274,7 +277,9 @@ class ThreadTyper {
   }
 
   CompiledThread* t_;
-  std::vector<DType> dtype_;
+  // Per register (at most kMaxThreadRegs): inline, as the other per-thread
+  // buffers, allocated per thread they were a third of the step's allocations.
+  absl::InlinedVector<DType, kMaxThreadRegs> dtype_;
 };
 
 }  // namespace
@@ -353,18 +358,29 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
   for (CompiledThread& t : exe->threads)
     for (ThreadPath& p : t.paths) {
       p.id = exe->num_thread_paths++;
-      std::map<int32_t, int32_t> counts;
-      for (int32_t op : p.op_ids) ++counts[op];
+      // The ops the path fires, sorted, then counted by op (a map per path
+      // cost an allocation per op).
+      absl::InlinedVector<int32_t, 32> fired(p.op_ids.begin(), p.op_ids.end());
       p.num_fired = static_cast<int64_t>(p.op_ids.size());
       for (ThreadCall& site : p.sites) {
         site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
         site.slots.clear();
         for (int32_t c : site.calls) site.slots.push_back(exe->nodes[c].slot_base);
         if (site.thread < 0) continue;
-        for (size_t i = 1; i < site.calls.size(); ++i) ++counts[exe->nodes[site.calls[i]].op_id];
+        for (size_t i = 1; i < site.calls.size(); ++i) fired.push_back(exe->nodes[site.calls[i]].op_id);
         p.num_fired += static_cast<int64_t>(site.calls.size()) - 1;
       }
-      p.op_counts.assign(counts.begin(), counts.end());
+      std::sort(fired.begin(), fired.end());
+      p.op_counts.clear();
+      size_t distinct = 0;
+      for (size_t i = 0; i < fired.size(); ++i) distinct += i == 0 || fired[i] != fired[i - 1];
+      p.op_counts.reserve(distinct);
+      for (size_t i = 0; i < fired.size();) {
+        size_t j = i;
+        while (j < fired.size() && fired[j] == fired[i]) ++j;
+        p.op_counts.push_back({fired[i], static_cast<int32_t>(j - i)});
+        i = j;
+      }
     }
 }
 

@@ -22,9 +22,13 @@ namespace runtime {
 
 // Adds the nodes of one unit (the main graph, or one function body in
 // dynamic mode) with its blocks.
-absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name) {
+absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::string& body_name, NodeIndex* index) {
   Unit unit;
-  TDF_ASSIGN_OR_RETURN(unit.index, NodeIndex::Build(nodes));
+  if (index != nullptr) {
+    unit.index = std::move(*index);
+  } else {
+    TDF_ASSIGN_OR_RETURN(unit.index, NodeIndex::Build(nodes));
+  }
   TDF_ASSIGN_OR_RETURN(FrameInfo fi, InferFrames(nodes, unit.index, body_name));
   std::vector<int32_t> block_map(fi.blocks.size());
   for (size_t b = 0; b < fi.blocks.size(); ++b) {
@@ -70,12 +74,13 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeDef& def = nodes[i];
-    const OpSchema* schema = op_schemas_.Find(def.op);
-    if (schema == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
+    const OpEntry* op = FindOp(def);
+    if (op == nullptr) return NodeError(def, absl::StatusCode::kInvalidArgument, "unknown op");
+    const OpSchema* schema = op->schema;
     NodeBuild n;
     n.id = static_cast<int32_t>(nodes_.size());
     exe_->info.emplace_back().def = &def;
-    n.kind = KindOf(def, schema->kind());
+    n.kind = op->kind;
     n.block = block_map[fi.block_of_node[i]];
     ExecBlock& blk = exe_->blocks[n.block];
     n.index = static_cast<int32_t>(blk.nodes.size());
@@ -88,17 +93,31 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     InferenceContext ictx{def, unknown, &exe_->graph.library};
     TDF_ASSIGN_OR_RETURN(std::vector<DType> out_types, schema->InferTypes(ictx));
     n.num_outputs = static_cast<int32_t>(out_types.size());
-    auto it = op_ids_.find(def.op);  // found without building a key
-    if (it == op_ids_.end()) {
-      it = op_ids_.emplace(def.op, static_cast<int32_t>(exe_->op_names.size())).first;
-      exe_->op_names.push_back(def.op);
-    }
-    n.op_id = it->second;
+    n.op_id = op->op_id;
     unit.ids.push_back(n.id);
     nodes_.push_back(std::move(n));
   }
   units_.push_back(std::move(unit));
   return absl::OkStatus();
+}
+
+const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
+  const absl::string_view name = def.op;
+  if (last_op_ != nullptr && name == last_op_name_) return last_op_;
+  auto it = ops_.find(name);
+  if (it == ops_.end()) {
+    const OpSchema* schema = op_schemas_.Find(name);
+    if (schema == nullptr) return nullptr;
+    OpEntry entry;
+    entry.schema = schema;
+    entry.op_id = static_cast<int32_t>(exe_->op_names.size());
+    entry.kind = KindOf(def, schema->kind());  // the op's alone
+    exe_->op_names.push_back(def.op);
+    it = ops_.emplace(name, entry).first;
+  }
+  last_op_name_ = name;
+  last_op_ = &it->second;
+  return last_op_;
 }
 
 absl::Status Compiler::Link() {
@@ -302,16 +321,17 @@ absl::Status Compiler::Link() {
   return absl::OkStatus();
 }
 
-int32_t Compiler::ChildSlot(int32_t block, const std::string& key, bool is_loop) {
-  auto& slots = child_slots_[block];
-  auto it = slots.find(key);
-  if (it != slots.end()) return it->second;
+int32_t Compiler::ChildSlot(int32_t block, ChildKind kind, int32_t a, int32_t b) {
+  const bool is_loop = kind == ChildKind::kLoop;
+  const std::tuple<int32_t, int32_t, int32_t, int32_t> key{block, static_cast<int32_t>(kind), a, b};
+  auto [it, inserted] = child_slots_.try_emplace(key, 0);
+  if (!inserted) return it->second;
   ExecBlock& blk = exe_->blocks[block];
   int32_t slot = blk.num_child_slots++;
   blk.child_is_loop.push_back(is_loop ? 1 : 0);
   blk.child_fed_by_several.push_back(is_loop ? 1 : 0);
   blk.child_site_calls.push_back(0);
-  slots[key] = slot;
+  it->second = slot;
   return slot;
 }
 
@@ -382,7 +402,7 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
           return NodeError(*Info(p).def, absl::StatusCode::kInvalidArgument, "Enter does not lead into a loop frame");
         if (Info(p).target_block < 0) {
           Info(p).target_block = c.block;
-          Info(p).child_slot = ChildSlot(p.block, absl::StrCat("loop:", c.block), true);
+          Info(p).child_slot = ChildSlot(p.block, ChildKind::kLoop, c.block, 0);
           loop.parallel_iterations = Info(p).parallel_iterations;
           if (Info(p).is_constant_enter) {
             Info(p).io_index = loop.num_invariants++;
