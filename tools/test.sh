@@ -35,4 +35,5 @@ if [ "$preset" = fuzz ]; then
 fi
 tdf_build "$preset"
 tdf_log "running the tests (preset $preset)"
-ctest --preset "$preset" -j "$(nproc)" "$@"
+# --timeout: a default for the tests that set none (a hang fails, named).
+ctest --preset "$preset" -j "$(nproc)" --timeout 900 "$@"

@@ -194,13 +194,15 @@ class Sandbox {
 #endif
       out << command << "\n";
     }
+    // Output to a file, not a pipe: a process the command left behind (an
+    // mpirun daemon) would hold a pipe open and the read would never end.
+    // timeout kills the command's process group, then SIGKILLs it 10 s on.
+    const fs::path output = dir_ / ("command_" + std::to_string(count_) + ".out");
     Result result;
-    FILE* pipe = popen(("timeout 300 bash '" + script.string() + "' 2>&1").c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-    const int status = pclose(pipe);
+    const int status = std::system(
+        ("timeout --kill-after=10 300 bash '" + script.string() + "' > '" + output.string() + "' 2>&1 < /dev/null")
+            .c_str());
+    result.output = ReadFile(output.string());
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
   }
