@@ -15,9 +15,10 @@
 /// \endcode
 ///
 /// Feeds and fetches live on the ranks of their nodes: a rank uses the feeds
-/// of its own Placeholders and ignores the others; every Placeholder of
-/// every partition must be fed (a distributed run is not pruned: every rank
-/// runs its whole partition, since other ranks wait for its Sends).
+/// of its own Placeholders and ignores the others. A run fires what its
+/// fetches and targets need, on every rank, as Session::Run prunes: every
+/// rank works out the same closure over the whole graph, so a Placeholder
+/// nothing needed reads need not be fed (docs/distributed.md, "Pruning").
 ///
 /// Errors: a failure on one rank (a kernel error, a deadline, a cancel)
 /// ends the run on every rank with that rank's status, prefixed
@@ -144,10 +145,19 @@ class DistributedSession {
   int RankOf(const std::string& node) const;
 
   /// Collective: every rank calls it with the same feeds and fetches.
+  /// The run fires what the fetches need, on every rank (as Session::Run
+  /// prunes): a Placeholder nothing needed reads need not be fed.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                                           const std::vector<std::string>& fetches, RunStats* stats = nullptr,
                                           DistributedRunStats* remote_stats = nullptr,
                                           const RunOptions& run_options = {});
+  /// The same with targets: nodes that run, on whichever rank holds them,
+  /// with what they need, and return nothing (Session::Run's targets).
+  absl::StatusOr<std::vector<Tensor>> Run(const RunOptions& run_options,
+                                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches,
+                                          const std::vector<std::string>& targets, RunStats* stats = nullptr,
+                                          DistributedRunStats* remote_stats = nullptr);
 
   /// Collective: ends the session's use of MPI (the destructor does
   /// without it, detaching what is still in flight).

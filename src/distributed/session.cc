@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/hash_tables.h"
+#include "distributed/cut_pruning.h"
 #include "distributed/spread.h"
 #include "distributed/transport.h"
 #include "runtime/remote_channel.h"
@@ -146,6 +147,8 @@ class DistributedSession::Impl {
   std::unique_ptr<Session> session;
   base::FlatHashSet<int64_t> invocation_keys;   // MpiRemoteChannel's
   base::FlatHashMap<std::string, int> rank_of;  // node name -> rank
+  // Which cut edges a run needs (distributed/cut_pruning.h).
+  std::unique_ptr<distributed::CutEdgePruner> cut_pruner;
   // A main-graph Invoke's results, as StaticizeRecursion names them.
   base::FlatHashMap<std::string, std::vector<std::string>> invoke_returns;
   // Set when a run's collective end failed: the ranks are out of step.
@@ -229,6 +232,7 @@ absl::StatusOr<std::unique_ptr<DistributedSession>> DistributedSession::Create(c
     TDF_ASSIGN_OR_RETURN(PartitionedGraph parts, PartitionGraph(transformed, popts));
     for (size_t i = 0; i < transformed.node.size(); ++i) impl->rank_of[transformed.node[i].name] = parts.rank_of_node[i];
     impl->invocation_keys = InvocationKeys(parts.partitions[rank]);
+    TDF_ASSIGN_OR_RETURN(impl->cut_pruner, distributed::CutEdgePruner::Create(transformed, parts, rank));
     TDF_ASSIGN_OR_RETURN(impl->session, Session::Create(std::move(parts.partitions[rank]), options.session));
     return absl::OkStatus();
   }();
@@ -242,6 +246,14 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
                                                             const std::vector<std::string>& fetches, RunStats* stats,
                                                             DistributedRunStats* remote_stats,
                                                             const RunOptions& run_options) {
+  return Run(run_options, feeds, fetches, {}, stats, remote_stats);
+}
+
+absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const RunOptions& run_options,
+                                                            const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                                            const std::vector<std::string>& fetches,
+                                                            const std::vector<std::string>& targets, RunStats* stats,
+                                                            DistributedRunStats* remote_stats) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.run_mu);
   if (!s.broken.empty())
@@ -258,6 +270,22 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
     where.push_back(r == me ? static_cast<int>(my_fetches.size()) : -1);
     if (r == me) my_fetches.push_back(name);
   }
+  // Every fetch and target, wherever it is, is a root of the closure that
+  // says which cut edges run (the same on every rank); a target naming an
+  // Invoke has run when each of its results has.
+  std::vector<std::string> roots;
+  for (const std::string& f : fetches) roots.push_back(NodeOf(s.Resolve(f).first));
+  std::vector<std::string> my_targets;
+  for (const std::string& t : targets) {
+    std::vector<std::string> names{t};
+    if (auto it = s.invoke_returns.find(t); it != s.invoke_returns.end()) names = it->second;
+    for (const std::string& name : names) {
+      auto [resolved, r] = s.Resolve(name);
+      roots.push_back(NodeOf(resolved));
+      if (r == me) my_targets.push_back(resolved);
+    }
+  }
+  const std::shared_ptr<const runtime::RemoteNeeds> needs = s.cut_pruner->Needed(roots);
   RunOptions ro = run_options;
   if (!ro.deadline.has_value() && s.options.session.deadline == absl::InfiniteDuration())
     ro.deadline = s.options.default_deadline;
@@ -267,7 +295,8 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const std::vector<st
   RunStats own_stats;  // the figures exchanged at the end need firings
   if (stats == nullptr) stats = &own_stats;
   absl::StatusOr<std::vector<Tensor>> out =
-      runtime::SessionAccess::Run(*s.session, ro, my_feeds, my_fetches, {}, stats, s.channel.get());
+      runtime::SessionAccess::Run(*s.session, ro, my_feeds, my_fetches, my_targets, stats, s.channel.get(),
+                                  needs.get());
   const distributed::TransportCounters after = s.transport->counters();
   const int64_t figures[] = {after.tokens_sent - before.tokens_sent,
                              after.bytes_sent - before.bytes_sent,

@@ -14,14 +14,13 @@
 #include "runtime/executable.h"
 #include "runtime/frame_reclaimer.h"
 #include "runtime/prune.h"
+#include "runtime/remote_channel.h"
 #include "runtime/state_kernels.h"
 #include "tdf/session.h"
 
 
 namespace tdf {
 namespace runtime {
-
-class RemoteChannel;  // runtime/remote_channel.h
 
 struct RunRequest {
   std::vector<std::pair<std::string, Tensor>> feeds;
@@ -37,9 +36,13 @@ struct RunRequest {
   ExecutionObserver* observer = nullptr;
   // A distributed run (DistributedSession): the other ranks, through which
   // Sends send and Recv tokens arrive. Null for one-process runs; a graph
-  // with Send/Recv nodes needs one. Such a run is not pruned: every Send
-  // must fire, as the receiving ranks wait for it.
+  // with Send/Recv nodes needs one.
   RemoteChannel* remote = nullptr;
+  // With `remote`: what the run needs of this partition, whatever this rank
+  // fetches (distributed/cut_pruning.h): its nodes there and the Sends and
+  // Recvs of its cut edges are roots of the pruned run, as fetches are.
+  // Null: every node of the partition runs.
+  const RemoteNeeds* remote_needs = nullptr;
 };
 
 class Executor {

@@ -142,9 +142,12 @@ std::shared_ptr<const RunPlan> RunPruner::Plan(std::vector<int32_t> roots) {
   for (int32_t id : roots) {
     const ExecNode& root = exe.nodes[id];
     int32_t index = root.index;
-    if (root.block != 0) {  // an Exit of a main-graph loop: the whole loop
-      auto it = loop_unit_.find(root.block);
-      if (it == loop_unit_.end()) continue;  // a loop with no Enter never runs
+    if (root.block != 0) {  // in a loop of the main graph: the whole loop
+      int32_t loop = root.block;
+      while (exe.blocks[loop].parent > 0) loop = exe.blocks[loop].parent;
+      if (exe.blocks[loop].parent != 0) continue;  // a function body runs when called
+      auto it = loop_unit_.find(loop);
+      if (it == loop_unit_.end()) continue;  // a loop with no Enter here starts on another rank
       index = it->second;
     }
     if (!needed[index]) todo.push_back(index);

@@ -51,7 +51,9 @@ class RunPruner {
   RunPruner(const ExecutableGraph* exe, bool gradients_may_be_left_out);
 
   // `roots`: global ids of the nodes the run fetches or targets: main-block
-  // nodes, or Exits of a loop of the main graph (which need the whole loop).
+  // nodes, or nodes of a loop of the main graph (an Exit, or a Send or Recv
+  // of a distributed run), which need the whole loop. Nodes of function
+  // bodies are left out: a body runs whole when it is called.
   std::shared_ptr<const RunPlan> Plan(std::vector<int32_t> roots);
 
  private:

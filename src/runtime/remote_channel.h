@@ -6,17 +6,29 @@
 #define TDF_SRC_RUNTIME_REMOTE_CHANNEL_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/hash_tables.h"
 #include "tdf/tensor.h"
 
 namespace tdf {
 namespace runtime {
 
 // One token from another rank, as the executor delivers it.
+// What a distributed run needs of one rank's partition, whatever that rank
+// fetches (distributed/cut_pruning.h): the keys of the cut edges it needs,
+// and its nodes of the main graph and its loops that the run needs, by
+// name. A pruned run roots both.
+struct RemoteNeeds {
+  base::FlatHashSet<int64_t> keys;
+  std::vector<std::string> nodes;
+};
+
 struct RemoteArrival {
   int source_rank = -1;
   int64_t key = 0;                 // the Send/Recv pair (tdf/partition.h)

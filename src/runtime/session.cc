@@ -249,11 +249,12 @@ absl::StatusOr<std::vector<Tensor>> SessionAccess::Run(Session& session, const R
                                                        const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                        const std::vector<std::string>& fetches,
                                                        const std::vector<std::string>& targets, RunStats* stats,
-                                                       RemoteChannel* remote) {
+                                                       RemoteChannel* remote, const RemoteNeeds* remote_needs) {
   return OrOutOfMemory("Session::Run", [&]() -> absl::StatusOr<std::vector<Tensor>> {
     const SessionOptions& options = session.options_;
     runtime::RunRequest request;
     request.remote = remote;
+    request.remote_needs = remote_needs;
     request.feeds = feeds;
     request.fetches = fetches;
     request.targets = targets;

@@ -14,16 +14,18 @@
 namespace tdf {
 namespace runtime {
 
+struct RemoteNeeds;
 class RemoteChannel;
 
 class SessionAccess {
  public:
-  // Session::Run, with `remote` (null: a one-process run).
+  // Session::Run, with `remote` (null: a one-process run) and what the run
+  // needs of this partition (RunRequest::remote_needs; null: all of it).
   static absl::StatusOr<std::vector<Tensor>> Run(Session& session, const RunOptions& run_options,
                                                  const std::vector<std::pair<std::string, Tensor>>& feeds,
                                                  const std::vector<std::string>& fetches,
                                                  const std::vector<std::string>& targets, RunStats* stats,
-                                                 RemoteChannel* remote);
+                                                 RemoteChannel* remote, const RemoteNeeds* remote_needs = nullptr);
 };
 
 }  // namespace runtime

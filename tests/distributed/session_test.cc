@@ -17,6 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "distributed/test_programs.h"
 #include "absl/strings/str_cat.h"
 #include "tdf/builder.h"
 #include "tdf/partition.h"
@@ -28,6 +29,9 @@ namespace {
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using distributed_test::PlaceRandomly;
+using distributed_test::Program;
+using distributed_test::Programs;
 
 // The sizes are read before a session exists: initialize MPI as tdf
 // would (this test's main leaves it to tdf), finalized at exit.
@@ -316,42 +320,6 @@ TEST(DistributedSession, RecursionWithCallsAndReturnsOnDifferentRanks) {
     if (n.op == "Add") n.device = absl::StrCat("rank:", WorldSize() - 1);
   }
   CheckAcrossRanks(g, "n", {0, 1, 2, 10});
-}
-
-// The reference programs with every node (bodies included) on a seeded
-// random rank: the same placement on every rank, since each rank seeds
-// alike.
-struct Program {
-  std::string name;
-  Graph graph;
-  std::vector<std::pair<std::string, Tensor>> feeds;
-};
-
-std::vector<Program> Programs() {
-  auto i64 = [](int64_t v) { return Tensor::Scalar<int64_t>(v); };
-  return {
-      {"fib", reference::Fib(), {{"n", i64(9)}}},
-      {"ack", reference::Ack(), {{"m", i64(2)}, {"n", i64(3)}}},
-      {"tak", reference::Tak(), {{"x", i64(8)}, {"y", i64(4)}, {"z", i64(2)}}},
-      {"fact", reference::Fact(), {{"n", i64(10)}}},
-      {"primes", reference::Primes(), {{"n", i64(6)}}},
-      {"evenodd", reference::EvenOdd(), {{"n", i64(7)}}},
-      {"mc91", reference::McCarthy91(), {{"n", i64(87)}}},
-      {"sum", reference::Sum(), {{"n", i64(20)}}},
-      {"yaghi", reference::Yaghi(), {}},
-      {"while", reference::WhileLoop(), {{"n", i64(12)}}},
-      {"callinwhile", reference::CallInWhile(), {{"n", i64(6)}}},
-      {"whileinfunction", reference::WhileInFunction(), {{"n", i64(5)}}},
-  };
-}
-
-void PlaceRandomly(Graph& g, uint32_t seed, int ranks) {
-  std::mt19937 rng(seed);
-  auto place = [&](std::vector<NodeDef>& nodes) {
-    for (NodeDef& n : nodes) n.device = absl::StrCat("rank:", rng() % ranks);
-  };
-  place(g.node);
-  for (const auto& [name, f] : g.library.functions()) place(g.library.FindMutable(name)->node);
 }
 
 // TDF_DISTRIBUTED_SEED=<seed> replays one placement.

@@ -452,10 +452,10 @@ int Run(const Args& args) {
   const std::vector<std::string> spread = args.All("--spread");
 #ifdef TDF_CLI_WITH_MPI
   if (!spread.empty() || tdf_cli::UnderMpirun()) {
-    for (const char* flag : {"--target", "--restore", "--save", "--trace"})
+    for (const char* flag : {"--restore", "--save", "--trace"})
       if (args.Has(flag)) return Usage("run", absl::StrCat(flag, " is not supported across ranks"));
     absl::Status across = tdf_cli::RunAcrossRanks(
-        *graph, feeds, fetches, options, spread, runs, [](const tdf::Tensor& t) { return FormatTensor(t); },
+        *graph, feeds, fetches, targets, options, spread, runs, [](const tdf::Tensor& t) { return FormatTensor(t); },
         args.Has("--stats") ? std::function<void(const tdf::RunStats&)>(PrintStats) : nullptr);
     return across.ok() ? kOk : Fail(across);
   }

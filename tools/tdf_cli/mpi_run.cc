@@ -49,7 +49,8 @@ bool UnderMpirun() {
 }
 
 absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair<std::string, tdf::Tensor>>& feeds,
-                            const std::vector<std::string>& fetches, const tdf::SessionOptions& options,
+                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                            const tdf::SessionOptions& options,
                             const std::vector<std::string>& spread, int runs,
                             const std::function<std::string(const tdf::Tensor&)>& print,
                             const std::function<void(const tdf::RunStats&)>& print_stats) {
@@ -65,7 +66,7 @@ absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair
   tdf::DistributedRunStats remote;
   absl::StatusOr<std::vector<tdf::Tensor>> outputs;
   for (int i = 0; i < runs; ++i) {
-    outputs = session->Run(feeds, fetches, &stats, &remote);
+    outputs = session->Run(tdf::RunOptions(), feeds, fetches, targets, &stats, &remote);
     if (!outputs.ok()) {
       (void)session->Close();
       return outputs.status();

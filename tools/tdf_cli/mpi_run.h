@@ -25,7 +25,8 @@ bool UnderMpirun();
 // default); a malformed one is InvalidArgument. `print` formats a tensor;
 // `print_stats`, when set, prints rank 0's RunStats.
 absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair<std::string, tdf::Tensor>>& feeds,
-                            const std::vector<std::string>& fetches, const tdf::SessionOptions& options,
+                            const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                            const tdf::SessionOptions& options,
                             const std::vector<std::string>& spread, int runs,
                             const std::function<std::string(const tdf::Tensor&)>& print,
                             const std::function<void(const tdf::RunStats&)>& print_stats);
