@@ -103,8 +103,11 @@ struct RankRunStats {
   int64_t bytes_sent = 0;        ///< their bytes on the wire
   int64_t tokens_received = 0;   ///< tokens from other ranks
   /// Of those, the tokens a busy worker took in between two of its firings
-  /// (the rest came while the rank had no work, or several workers).
+  /// (the rest came while the rank had no work).
   int64_t tokens_received_while_busy = 0;
+  /// Of tokens_received_while_busy, those taken in while other workers of
+  /// the rank ran too (SessionOptions::num_workers > 1).
+  int64_t tokens_received_beside_other_workers = 0;
   int64_t bytes_received = 0;    ///< their bytes on the wire
   /// Invocations this rank took part in for a call made on another rank:
   /// the call's first argument (or, without arguments, its announcement)

@@ -67,8 +67,10 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
           handler(a);
         },
         &failure);
-    if (poller == Poller::kBusyWorker && tokens > 0)
+    if (poller != Poller::kWaitingThread && tokens > 0)
       received_while_busy_.fetch_add(tokens, std::memory_order_relaxed);
+    if (poller == Poller::kBusyBesideOthers && tokens > 0)
+      received_beside_others_.fetch_add(tokens, std::memory_order_relaxed);
     if (!got.ok() || failure.second.ok()) return got;
     std::lock_guard<std::mutex> lock(mu_);
     peer_failures_.push_back(failure);
@@ -79,6 +81,8 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
   int64_t remote_invocations() const { return remote_invocations_.load(std::memory_order_relaxed); }
   // Tokens busy workers took in, over the channel's life.
   int64_t received_while_busy() const { return received_while_busy_.load(std::memory_order_relaxed); }
+  // Of those, the tokens taken in while other workers of this rank ran.
+  int64_t received_beside_others() const { return received_beside_others_.load(std::memory_order_relaxed); }
 
   // The failures of other ranks that this run received, and clears them.
   std::vector<std::pair<int, absl::Status>> TakePeerFailures() {
@@ -91,6 +95,7 @@ class MpiRemoteChannel : public runtime::RemoteChannel {
   const base::FlatHashSet<int64_t> invocation_keys_;
   std::atomic<int64_t> remote_invocations_{0};
   std::atomic<int64_t> received_while_busy_{0};
+  std::atomic<int64_t> received_beside_others_{0};
   std::mutex mu_;
   std::vector<std::pair<int, absl::Status>> peer_failures_;
 };
@@ -292,6 +297,7 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const RunOptions& ru
   const distributed::TransportCounters before = s.transport->counters();
   const int64_t invocations_before = s.channel->remote_invocations();
   const int64_t while_busy_before = s.channel->received_while_busy();
+  const int64_t beside_others_before = s.channel->received_beside_others();
   RunStats own_stats;  // the figures exchanged at the end need firings
   if (stats == nullptr) stats = &own_stats;
   absl::StatusOr<std::vector<Tensor>> out =
@@ -306,7 +312,8 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const RunOptions& ru
                              stats->firings,
                              stats->live_firings,
                              stats->frames_created,
-                             s.channel->received_while_busy() - while_busy_before};
+                             s.channel->received_while_busy() - while_busy_before,
+                             s.channel->received_beside_others() - beside_others_before};
   constexpr int kFigures = sizeof(figures) / sizeof(figures[0]);
 
   // The run's end. Failures: this rank's own (sent to every other rank),
@@ -339,6 +346,7 @@ absl::StatusOr<std::vector<Tensor>> DistributedSession::Run(const RunOptions& ru
       r->live_firings = f[6];
       r->frames_created = f[7];
       r->tokens_received_while_busy = f[8];
+      r->tokens_received_beside_other_workers = f[9];
     };
     *remote_stats = DistributedRunStats();
     fill(remote_stats, me, figures);

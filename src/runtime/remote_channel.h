@@ -47,8 +47,9 @@ class RemoteChannel {
   virtual absl::Status Send(int dst_rank, int64_t key, absl::Span<const int64_t> tag, bool dead, bool control,
                             const Tensor& value) = 0;
   // Who polls: the run's waiting thread, between rounds of work, or a
-  // busy worker (the channel counts its tokens apart).
-  enum class Poller { kWaitingThread, kBusyWorker };
+  // busy worker, alone on its rank or beside other workers (the channel
+  // counts busy workers' tokens apart).
+  enum class Poller { kWaitingThread, kBusyWorker, kBusyBesideOthers };
   // Hands every token that has arrived to `handler`; returns how many.
   // Never blocks. A non-OK status ends the run: a transport error, or a
   // failure another rank reported (its message names that rank).

@@ -153,5 +153,55 @@ TEST(DistributedSession, GradientSpreadByTag) {
 // (ForwardPivotSwitches: a Switch fed by a Recv is never a taker).
 TEST(DistributedSession, GradientWithItsBodyCutAcrossRanks) { CheckExpGradient(/*cut_body=*/true); }
 
+// A split site called without its gradient part (a partial invocation:
+// exp_ext given only x and n, FunctionGradients.PartialInvocationReturnsY)
+// with exp_ext's nodes on random ranks. The missing d_y enters each
+// invocation dead, as in one process, so the unfed backward half fires
+// dead wherever its nodes are and its Sends send dead tokens: every frame
+// ends on every rank.
+TEST(DistributedSession, GradientSitePartiallyCalledWithItsBodyCutAcrossRanks) {
+  ExpGradient e = MakeExpGradient();
+  NodeDef partial;
+  partial.name = "partial";
+  partial.op = "Invoke";
+  partial.input = {"x", "n"};
+  partial.attr = {{"function", "exp_ext"},
+                  {"partial_args", std::vector<int64_t>{0, 1}},
+                  {"partial_results", std::vector<int64_t>{0}},
+                  {"site_group", "partial"}};
+  e.graph.node.push_back(partial);
+  NodeDef y;
+  y.name = "partial_y";
+  y.op = "Identity";
+  y.input = {"partial"};
+  e.graph.node.push_back(y);
+  for (int64_t n : {0, 1, 9}) {
+    std::unique_ptr<Session> one = *Session::Create(e.graph);
+    absl::StatusOr<std::vector<Tensor>> want = one->Run(ExpFeeds(n), {"partial_y"});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_DOUBLE_EQ((*want)[0].scalar<double>(), std::pow(1.1, n));
+    uint32_t first = 1, last = 15;
+    if (const char* env = std::getenv("TDF_DISTRIBUTED_SEED")) first = last = static_cast<uint32_t>(std::atoi(env));
+    for (uint32_t seed = first; seed <= last; ++seed) {
+      SCOPED_TRACE(absl::StrCat("n = ", n, ", seed ", seed, " on ", NumRanks(), " ranks"));
+      Graph placed = e.graph;
+      PlaceRandomly(placed, seed, NumRanks(), /*cut_body=*/true);
+      DistributedOptions options;
+      options.session.deadline = absl::Seconds(60);  // a frame that never ends fails the run, never hangs
+      options.gather_fetches = true;
+      absl::StatusOr<std::unique_ptr<DistributedSession>> s = DistributedSession::Create(placed, options);
+      ASSERT_TRUE(s.ok()) << s.status();
+      RunStats stats;
+      DistributedRunStats remote;
+      absl::StatusOr<std::vector<Tensor>> got = (*s)->Run(ExpFeeds(n), {"partial_y"}, &stats, &remote);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(stats.live_frames_after_run, 0);
+      if ((*s)->rank() == 0) EXPECT_DOUBLE_EQ((*got)[0].scalar<double>(), (*want)[0].scalar<double>());
+      EXPECT_GT(remote.total.tokens_sent, 0);
+      EXPECT_TRUE((*s)->Close().ok());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tdf

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -279,6 +280,63 @@ TEST(DistributedSession, ABusyRankTakesInTokensWhileItWorks) {
     EXPECT_LE(while_busy, remote.ranks[0].tokens_received);
   }
   EXPECT_GT(while_busy, 0);
+  EXPECT_TRUE(s->Close().ok());
+}
+
+// The same with two workers on every rank and a fib on rank 0 beside the
+// loop, so that rank 0's workers run at once. A worker that polls beside
+// the other delivers into shared frames (in such runs the frames tokens
+// name are shared from their creation; the loop's iterations are, under
+// the shared root); before, tokens waited until rank 0 was down to one
+// worker or none. Both workers must overlap the results' arrival: a few
+// runs allowed.
+TEST(DistributedSession, ABusyRankWithSeveralWorkersTakesInTokens) {
+  using Outs = std::vector<Output>;
+  GraphBuilder b;
+  (void)b.DefineFunction(FunctionSignature{"id", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; });
+  (void)b.DefineFunction(FunctionSignature{"fib", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
+                         [](GraphBuilder& f, const Outs& a) -> Outs {
+                           Output n = a[0];
+                           return {f.Cond(n <= 1, [&] { return f.ConstLike(n, 1); },
+                                          [&] { return f.Call("fib", {n - 1})[0] + f.Call("fib", {n - 2})[0]; })};
+                         });
+  Output n = b.Placeholder("n", DType::kInt64);
+  Outs out = b.While([&](const Outs& v) { return b.Less(v[0], n); },
+                     [&](const Outs& v) {
+                       return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], b.Call("id", {v[0]})[0])};
+                     },
+                     {b.Const<int64_t>(0), b.Const<int64_t>(0)});
+  b.Identity(out[1], "result");
+  b.Identity(b.Call("fib", {b.Placeholder("m", DType::kInt64)})[0], "fib_result");
+  absl::StatusOr<Graph> g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  PlaceFunction(*g, "id", absl::StrCat("rank:", WorldSize() - 1));  // fib and the loop: rank 0
+  DistributedOptions options;
+  options.session.num_workers = 2;
+  std::unique_ptr<DistributedSession> s = CreateOrDie(*g, options);
+  ASSERT_NE(s, nullptr);
+  const int64_t calls = 20000, m = 27;
+  std::function<int64_t(int64_t)> fib = [&](int64_t k) { return k <= 1 ? int64_t{1} : fib(k - 1) + fib(k - 2); };
+  int64_t beside_others = 0;
+  for (int attempt = 0; attempt < 5 && beside_others == 0; ++attempt) {
+    RunStats stats;
+    DistributedRunStats remote;
+    absl::StatusOr<std::vector<Tensor>> got =
+        s->Run({{"n", Tensor::Scalar<int64_t>(calls)}, {"m", Tensor::Scalar<int64_t>(m)}}, {"result", "fib_result"},
+               &stats, &remote);
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (s->rank() == 0) {
+      EXPECT_EQ((*got)[0].scalar<int64_t>(), calls * (calls + 1) / 2);
+      EXPECT_EQ((*got)[1].scalar<int64_t>(), fib(m));
+    }
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    ASSERT_EQ(remote.ranks.size(), static_cast<size_t>(WorldSize()));
+    // Every rank decides alike whether to try again.
+    beside_others = remote.ranks[0].tokens_received_beside_other_workers;
+    EXPECT_LE(beside_others, remote.ranks[0].tokens_received_while_busy);
+  }
+  EXPECT_GT(beside_others, 0);
   EXPECT_TRUE(s->Close().ok());
 }
 

@@ -85,7 +85,8 @@ absl::Status RunAcrossRanks(const tdf::Graph& graph, const std::vector<std::pair
                   << r.firings << " firings, " << r.frames_created << " frames, " << r.remote_invocations
                   << " remote invocations, " << r.tokens_sent << " tokens sent (" << r.bytes_sent << " bytes), "
                   << r.tokens_received << " received (" << r.bytes_received << " bytes, "
-                  << r.tokens_received_while_busy << " while busy)\n";
+                  << r.tokens_received_while_busy << " while busy, " << r.tokens_received_beside_other_workers
+                  << " of them beside other workers)\n";
     }
   }
   return session->Close();

@@ -75,8 +75,11 @@ class ThreadBuilder {
   // The thread for a site whose Calls are `calls` (in site order): Call i
   // delivers argument register i into the callee. False: nothing worth
   // compiling.
+  // Not for a body that tokens from other ranks may name or pass through
+  // (a Recv, or a loop or call site of remote_loops): its frames must come
+  // from NewFrame, which shares them in runs with several workers.
   bool Build(const std::vector<int32_t>& calls) {
-    if (blk_.kind != ExecBlock::Kind::kFunction || blk_.remote_expected != 0 ||
+    if (blk_.kind != ExecBlock::Kind::kFunction || blk_.remote_expected != 0 || !blk_.remote_loops.empty() ||
         blk_.nodes.size() > kMaxModelNodes || blk_.result_nodes.size() != 1 ||
         calls.size() >= static_cast<size_t>(kMaxThreadRegs))
       return false;
