@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "distributed/spread.h"
+#include "distributed/test_programs.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -40,16 +41,7 @@ void PlaceRandomly(Graph& g, uint32_t seed, int ranks, bool cut_body) {
   }
 }
 
-int NumRanks() {
-  // MPI starts with the first session: a throwaway one tells the size.
-  static const int ranks = [] {
-    absl::StatusOr<std::unique_ptr<DistributedSession>> probe = DistributedSession::Create(reference::Fib());
-    const int n = probe.ok() ? (*probe)->num_ranks() : 1;
-    if (probe.ok()) (void)(*probe)->Close();
-    return n;
-  }();
-  return ranks;
-}
+using distributed_test::NumRanks;
 
 // exp(x, n) with its gradient: the graph, its fetches (value, dx) and the
 // one-process answers for each n.

@@ -30,16 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
-int NumRanks() {
-  // MPI starts with the first session: a throwaway one tells the size.
-  static const int ranks = [] {
-    absl::StatusOr<std::unique_ptr<DistributedSession>> probe = DistributedSession::Create(reference::Fib());
-    const int n = probe.ok() ? (*probe)->num_ranks() : 1;
-    if (probe.ok()) (void)(*probe)->Close();
-    return n;
-  }();
-  return ranks;
-}
+using distributed_test::NumRanks;
 
 std::string LastRank() { return absl::StrCat("rank:", NumRanks() - 1); }
 

@@ -1,15 +1,19 @@
 // The reference programs that tests/distributed runs across ranks, and
-// their seeded random placement (session_test.cc, pruning_test.cc).
+// their seeded random placement, and the world's size (session_test.cc,
+// pruning_test.cc, gradient_test.cc).
 #ifndef TDF_TESTS_DISTRIBUTED_TEST_PROGRAMS_H_
 #define TDF_TESTS_DISTRIBUTED_TEST_PROGRAMS_H_
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tdf/distributed.h"
 #include "tdf/graph.h"
 #include "tdf/reference_programs.h"
 #include "tdf/tensor.h"
@@ -40,6 +44,18 @@ inline std::vector<Program> Programs() {
       {"callinwhile", reference::CallInWhile(), {{"n", i64(6)}}},
       {"whileinfunction", reference::WhileInFunction(), {{"n", i64(5)}}},
   };
+}
+
+// The number of ranks: MPI starts with the first session, so a throwaway
+// one tells the size.
+inline int NumRanks() {
+  static const int ranks = [] {
+    absl::StatusOr<std::unique_ptr<DistributedSession>> probe = DistributedSession::Create(reference::Fib());
+    const int n = probe.ok() ? (*probe)->num_ranks() : 1;
+    if (probe.ok()) (void)(*probe)->Close();
+    return n;
+  }();
+  return ranks;
 }
 
 // Every node (bodies included) on a seeded random rank: the same placement
