@@ -243,15 +243,10 @@ TEST(DistributedSession, LaterIterationsBeforeTheLoopsInvariant) {
   EXPECT_TRUE(s->Close().ok());
 }
 
-// s = 0; i = 0; while (i < n) { s += id(i); i += 1 } with id on the last
-// rank: rank 0's counter runs ahead of the calls, so it is still busy
-// sending arguments when the first results come back. A busy worker takes
-// them in (Worker::PollWhileBusy); before, every result waited for rank
-// 0's loop to drain. The first results can come after the loop only if
-// the last rank is descheduled for the whole loop: a few runs allowed.
-TEST(DistributedSession, ABusyRankTakesInTokensWhileItWorks) {
+// s = 0; i = 0; while (i < n) { s += id(i); i += 1 }, fetched as "result",
+// with id(x) = x + 1.
+void AddLoopOfCalls(GraphBuilder& b) {
   using Outs = std::vector<Output>;
-  GraphBuilder b;
   (void)b.DefineFunction(FunctionSignature{"id", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
                          [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; });
   Output n = b.Placeholder("n", DType::kInt64);
@@ -261,6 +256,16 @@ TEST(DistributedSession, ABusyRankTakesInTokensWhileItWorks) {
                      },
                      {b.Const<int64_t>(0), b.Const<int64_t>(0)});
   b.Identity(out[1], "result");
+}
+
+// AddLoopOfCalls with id on the last rank: rank 0's counter runs ahead of the calls, so it is still busy
+// sending arguments when the first results come back. A busy worker takes
+// them in (Worker::PollWhileBusy); before, every result waited for rank
+// 0's loop to drain. The first results can come after the loop only if
+// the last rank is descheduled for the whole loop: a few runs allowed.
+TEST(DistributedSession, ABusyRankTakesInTokensWhileItWorks) {
+  GraphBuilder b;
+  AddLoopOfCalls(b);
   absl::StatusOr<Graph> g = b.Build();
   ASSERT_TRUE(g.ok()) << g.status();
   PlaceFunction(*g, "id", absl::StrCat("rank:", WorldSize() - 1));
@@ -293,21 +298,13 @@ TEST(DistributedSession, ABusyRankTakesInTokensWhileItWorks) {
 TEST(DistributedSession, ABusyRankWithSeveralWorkersTakesInTokens) {
   using Outs = std::vector<Output>;
   GraphBuilder b;
-  (void)b.DefineFunction(FunctionSignature{"id", {{"x", DType::kInt64}}, {{"r", DType::kInt64}}},
-                         [](GraphBuilder& f, const Outs& a) -> Outs { return Outs{f.Add(a[0], f.Const<int64_t>(1))}; });
+  AddLoopOfCalls(b);
   (void)b.DefineFunction(FunctionSignature{"fib", {{"n", DType::kInt64}}, {{"r", DType::kInt64}}},
                          [](GraphBuilder& f, const Outs& a) -> Outs {
                            Output n = a[0];
                            return {f.Cond(n <= 1, [&] { return f.ConstLike(n, 1); },
                                           [&] { return f.Call("fib", {n - 1})[0] + f.Call("fib", {n - 2})[0]; })};
                          });
-  Output n = b.Placeholder("n", DType::kInt64);
-  Outs out = b.While([&](const Outs& v) { return b.Less(v[0], n); },
-                     [&](const Outs& v) {
-                       return Outs{b.Add(v[0], b.Const<int64_t>(1)), b.Add(v[1], b.Call("id", {v[0]})[0])};
-                     },
-                     {b.Const<int64_t>(0), b.Const<int64_t>(0)});
-  b.Identity(out[1], "result");
   b.Identity(b.Call("fib", {b.Placeholder("m", DType::kInt64)})[0], "fib_result");
   absl::StatusOr<Graph> g = b.Build();
   ASSERT_TRUE(g.ok()) << g.status();
