@@ -10,6 +10,7 @@
 // Merge list every site of its function, including sites in bodies emitted
 // later.
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -33,15 +34,19 @@ constexpr absl::string_view kInvoke = "Invoke";
 constexpr absl::string_view kArg = "Arg";
 constexpr absl::string_view kRetval = "Retval";
 
-// The pieces of an output name or input, joined with one allocation.
-// absl::StrCat sizes its result by resize(), which with Debian's libstdc++
-// zero-fills it first; the pass builds a few strings per node.
+// The pieces of an output name or input, joined with one allocation; the
+// pass builds a few strings per node. Sized once and filled by memcpy:
+// reserve and an append per piece were a call into libstdc++ each, which
+// cost more than zero-filling a name's few dozen bytes first.
 std::string Concat(std::initializer_list<absl::string_view> parts) {
   size_t size = 0;
   for (absl::string_view p : parts) size += p.size();
-  std::string out;
-  out.reserve(size);
-  for (absl::string_view p : parts) out.append(p.data(), p.size());
+  std::string out(size, '\0');
+  char* at = &out[0];
+  for (absl::string_view p : parts) {
+    if (!p.empty()) std::memcpy(at, p.data(), p.size());
+    at += p.size();
+  }
   return out;
 }
 
@@ -124,9 +129,30 @@ struct Scope {
   }
 };
 
+// The library's functions by name, hashed: the library's std::map
+// compared names about log2(N) times per lookup, and every Invoke is
+// resolved in two sweeps (10^4 functions: a few percent of Session::Create).
+class FunctionTable {
+ public:
+  explicit FunctionTable(const FunctionLibrary& library) : by_name_(base::BucketsFor(library.functions().size())) {
+    for (const auto& [name, f] : library.functions()) by_name_.emplace(name, &f);
+  }
+  const FunctionDef* Find(absl::string_view name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+ private:
+  base::FlatHashMap<absl::string_view, const FunctionDef*> by_name_;  // views the library's keys
+};
+
 // Resolves the callee of an Invoke, with the checks every sweep relies on.
-absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionLibrary& library) {
-  TDF_ASSIGN_OR_RETURN(std::string fname, invoke.GetString("function"));
+absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionTable& library) {
+  // Read in place; GetString copies the name (and gives the error).
+  const AttrValue* attr = invoke.FindAttr("function");
+  const std::string* name = attr != nullptr ? attr->get_if<std::string>() : nullptr;
+  if (name == nullptr) return invoke.GetString("function").status();
+  const std::string& fname = *name;
   const FunctionDef* f = library.Find(fname);
   if (f == nullptr)
     return NodeError(invoke, absl::StatusCode::kNotFound, absl::StrCat("calls undefined function '", fname, "'"));
@@ -187,16 +213,22 @@ absl::StatusOr<FunctionInfo> Analyze(const FunctionDef& f) {
   return info;
 }
 
-// Every function reachable from the main graph's Invoke nodes, by name (the
-// std::set gives the alphabetical order the site numbering uses).
-absl::StatusOr<std::set<std::string>> Reachable(const Graph& graph) {
-  std::set<std::string> reached;
+// Every function reachable from the main graph's Invoke nodes, in the
+// alphabetical order of their names that the site numbering uses.
+absl::StatusOr<std::vector<const FunctionDef*>> Reachable(const Graph& graph, const FunctionTable& library) {
+  // Marked by pointer and sorted once: a std::set of names compared names
+  // on every Invoke.
+  base::FlatHashSet<const FunctionDef*> seen;
+  std::vector<const FunctionDef*> reached;
   std::vector<const FunctionDef*> work;
   auto visit = [&](const std::vector<NodeDef>& nodes) -> absl::Status {
     for (const NodeDef& node : nodes) {
       if (node.op != kInvoke) continue;
-      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph.library));
-      if (reached.insert(f->signature.name).second) work.push_back(f);
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, library));
+      if (seen.insert(f).second) {
+        reached.push_back(f);
+        work.push_back(f);
+      }
     }
     return absl::OkStatus();
   };
@@ -207,22 +239,23 @@ absl::StatusOr<std::set<std::string>> Reachable(const Graph& graph) {
     absl::Status s = visit(f->node);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", f->signature.name, "': ", s.message()));
   }
+  std::sort(reached.begin(), reached.end(),
+            [](const FunctionDef* a, const FunctionDef* b) { return a->signature.name < b->signature.name; });
   return reached;
 }
 
 class Staticizer {
  public:
-  explicit Staticizer(const Graph& graph) : graph_(graph) {}
+  explicit Staticizer(const Graph& graph) : graph_(graph), library_(graph.library) {}
 
   absl::StatusOr<StaticizedGraph> Run() {
-    TDF_ASSIGN_OR_RETURN(std::set<std::string> reachable, Reachable(graph_));
+    TDF_ASSIGN_OR_RETURN(std::vector<const FunctionDef*> reachable, Reachable(graph_, library_));
     scopes_.reserve(reachable.size() + 1);
     scopes_.push_back(MakeScope(nullptr, graph_.node));
-    for (const std::string& name : reachable) {
-      const FunctionDef* f = graph_.library.Find(name);
+    for (const FunctionDef* f : reachable) {
       TDF_ASSIGN_OR_RETURN(FunctionInfo info, Analyze(*f));
       info.scope = static_cast<int32_t>(scopes_.size());
-      functions_.emplace(name, std::move(info));
+      functions_.emplace(f->signature.name, std::move(info));
       scopes_.push_back(MakeScope(f, f->node));
     }
     for (Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, NumberSites(scope)));
@@ -276,7 +309,7 @@ class Staticizer {
         ++next_pos_;
         continue;
       }
-      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, library_));
       Site site;
       site.name = Concat({scope.prefix, node.name});  // one allocation; operator+ made two
       site.callee = f;
@@ -378,7 +411,7 @@ class Staticizer {
     std::vector<std::string> calls;
     auto add_call = [&](std::string name, DType t, int64_t arg_index, std::vector<std::string> inputs,
                         const ResolvedInput* first) {
-      NodeDef call;
+      NodeDef& call = out_.node.emplace_back();  // built in place: no move and destruction per node
       call.name = std::move(name);
       call.op = "Call";
       call.input = std::move(inputs);
@@ -392,7 +425,7 @@ class Staticizer {
       calls.push_back(call.name);
       if (first != nullptr) inputs_.push_back(*first);
       inputs_.insert(inputs_.end(), control_at.begin(), control_at.end());
-      Append(scope, std::move(call));
+      Finish(scope);
     };
     if (x == 0) {
       // The invocation still needs a Call to create its frame.
@@ -407,7 +440,7 @@ class Staticizer {
     const FunctionInfo& info = functions_.at(fname);
     const Scope& callee = scopes_[info.scope];
     for (int r : site.results) {
-      NodeDef ret;
+      NodeDef& ret = out_.node.emplace_back();
       // Session::Create resolves fetches of a main-graph Invoke to these
       // names (session.cc, MainInvokeReturns): keep the two in step.
       ret.name = Concat({site.name, "/return_", Num(r).Piece()});
@@ -423,7 +456,7 @@ class Staticizer {
       ret.attr.emplace_hint(ret.attr.end(), "function", fname);
       ret.attr.emplace_hint(ret.attr.end(), "result_index", static_cast<int64_t>(r));
       ret.device = invoke.device;
-      Append(scope, std::move(ret));
+      Finish(scope);
     }
     return absl::OkStatus();
   }
@@ -436,7 +469,7 @@ class Staticizer {
         TDF_RETURN_IF_ERROR(EmitInvoke(scope, node, scope.out_pos[k]));
         continue;
       }
-      NodeDef copy;
+      NodeDef& copy = out_.node.emplace_back();
       copy.name = Concat({scope.prefix, node.name});
       copy.device = node.device;
       if (scope.function != nullptr && node.op == kArg) {
@@ -452,7 +485,7 @@ class Staticizer {
         if (copy.input.empty())
           return NodeError(node, absl::StatusCode::kUnimplemented,
                            absl::StrCat("no call site supplies argument ", j, " (every site is a partial Invoke)"));
-        Append(scope, std::move(copy));
+        Finish(scope);
         continue;
       }
       copy.input.reserve(node.input.size());  // at least; grown from empty it reallocated per node
@@ -470,18 +503,20 @@ class Staticizer {
           copy.attr["frame_name"] = scope.prefix + frame;
         }
       }
-      Append(scope, std::move(copy));
+      Finish(scope);
     }
     return absl::OkStatus();
   }
 
-  // Appends `node`, whose resolved inputs are the last of inputs_.
-  void Append(const Scope& scope, NodeDef node) {
+  // Completes the last node of the output (built there in place), whose
+  // resolved inputs are the last of inputs_. An error on the way leaves it
+  // half built: the output is then dropped.
+  void Finish(const Scope& scope) {
+    NodeDef& node = out_.node.back();
     // Nothing feeds a sourceless body node; the executor fires it when an
     // invocation of its function starts.
     if (scope.function != nullptr && node.input.empty())
       node.attr[std::string(kFunctionAttr)] = scope.function->signature.name;
-    out_.node.push_back(std::move(node));
     offsets_.push_back(static_cast<uint32_t>(inputs_.size()));
   }
 
@@ -499,6 +534,7 @@ class Staticizer {
   }
 
   const Graph& graph_;
+  FunctionTable library_;
   std::vector<Scope> scopes_;
   base::FlatHashMap<std::string, FunctionInfo> functions_;
   // Per function, its call sites in site order: each one's output name and

@@ -154,7 +154,8 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, MakeStateKernel(def));
           exe_->kernels.push_back(std::move(k));
         } else {
-          absl::StatusOr<Device> parsed = Device::Parse(def.device);
+          // "" is the CPU: most nodes, not parsed.
+          absl::StatusOr<Device> parsed = def.device.empty() ? Device::Cpu() : Device::Parse(def.device);
           if (!parsed.ok()) return NodeError(def, parsed.status().code(), parsed.status().message());
           const Device device = *parsed;
           TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, device.type));
