@@ -241,7 +241,7 @@ const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(absl::string
     std::vector<uint8_t> seen(nodes_.size(), 0);
     for (const NodeBuild& c : nodes_) {
       if (c.kind != NodeKind::kCall) continue;
-      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[std::string(CalleeOf(*Info(c).def))];
+      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[CalleeOf(*Info(c).def)];
       for (const OutEdge& e : c.edges) {
         if (e.kind != EdgeKind::kCall || nodes_[e.dst].kind != NodeKind::kMerge || seen[e.dst]) continue;
         seen[e.dst] = 1;
@@ -259,11 +259,11 @@ const Compiler::SiteNodes& Compiler::Site(int32_t block, int32_t label, absl::st
     sites_built_ = true;
     for (const NodeBuild& o : nodes_) {  // by id: block order within each block
       if (o.kind != NodeKind::kCall && o.kind != NodeKind::kReturn) continue;
-      SiteNodes& site = sites_[{o.block, Info(o).label, std::string(CalleeOf(*Info(o).def))}];
+      SiteNodes& site = sites_[{o.block, Info(o).label, CalleeOf(*Info(o).def)}];
       (o.kind == NodeKind::kCall ? site.calls : site.returns).push_back(o.id);
     }
   }
-  return sites_.at({block, label, std::string(fn)});
+  return sites_.at({block, label, fn});
 }
 
 }  // namespace runtime

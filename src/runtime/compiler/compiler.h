@@ -253,9 +253,11 @@ class Compiler {
   std::map<std::string, int32_t> invoke_sites_;
   // (block, kind, a, b) as ChildSlot takes them: ints, not a string built per Call.
   base::FlatHashMap<std::tuple<int32_t, int32_t, int32_t, int32_t>, int32_t> child_slots_;
-  base::FlatHashMap<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
+  // Keyed by the callee's name as the nodes' attributes hold it (views: a
+  // string built per Call and per lookup was an allocation each).
+  base::FlatHashMap<absl::string_view, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
-  base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
+  base::FlatHashMap<std::tuple<int32_t, int32_t, absl::string_view>, SiteNodes> sites_;
   bool sites_built_ = false;
   std::vector<int32_t> call_read_by_;  // Call id -> the last Merge that read it (CheckCrossing)
   std::vector<int32_t> local_in_count_;  // CountLocalEdges

@@ -151,7 +151,7 @@ absl::Status Compiler::Link() {
   // which it must send dead) would deliver twice into one slot.
   {
     base::FlatHashMap<int32_t, std::pair<int64_t, const NodeBuild*>> merge_index;  // merge -> (index, a Call)
-    base::FlatHashMap<std::string, std::vector<int32_t>> merges_of;                // function -> its merges
+    base::FlatHashMap<absl::string_view, std::vector<int32_t>> merges_of;          // function -> its merges
     for (const NodeBuild& call : nodes_) {
       const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
       if (call.kind != NodeKind::kCall || arg < 0) continue;
@@ -159,7 +159,7 @@ absl::Status Compiler::Link() {
         if (e.kind != EdgeKind::kCall) continue;
         auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
         if (first) {
-          merges_of[std::string(CalleeOf(*Info(call).def))].push_back(e.dst);
+          merges_of[CalleeOf(*Info(call).def)].push_back(e.dst);
         } else if (it->second.first != arg) {
           return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
@@ -183,10 +183,11 @@ absl::Status Compiler::Link() {
   }
   // A call site (function, call_site) lives in one frame: its Calls and
   // Returns are that frame's nodes, and results are routed there by label.
-  base::FlatHashMap<std::pair<std::string, int32_t>, int32_t> site_block;
+  // Keys view the nodes' attributes: no string built per Call and Return.
+  base::FlatHashMap<std::pair<absl::string_view, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const std::pair<std::string, int32_t> key{std::string(CalleeOf(*Info(n).def)), Info(n).label};
+    const std::pair<absl::string_view, int32_t> key{CalleeOf(*Info(n).def), Info(n).label};
     auto [it, inserted] = site_block.try_emplace(key, n.block);
     if (!inserted && it->second != n.block)
       return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
