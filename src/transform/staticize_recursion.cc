@@ -20,6 +20,7 @@
 
 #include "transform/staticize_recursion.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "base/hash_tables.h"
 #include "graph/node_index.h"
@@ -61,14 +62,18 @@ struct FunctionInfo {
   std::vector<const NodeDef*> retvals;  // never null once analyzed
 };
 
+// A call site's argument or result indices.
+using Indices = absl::InlinedVector<int, 4>;
+
 struct Site {
   std::string name;  // the Invoke's name in the output ("f/S" in a body)
   const FunctionDef* callee = nullptr;
   int64_t index = 0;
   // The arguments this Invoke supplies and the results it receives: all of
   // them, unless the Invoke is one part of a split site (see SplitIndices).
-  std::vector<int> args;
-  std::vector<int> results;
+  // Inline for a few: two vectors per call site were two allocations each.
+  Indices args;
+  Indices results;
 };
 
 // Split call sites (used by autodiff to pair a call of f_ext with its
@@ -81,10 +86,11 @@ struct Site {
 // only among its own nodes), so the parts may fire at different times and the
 // invocation's frame lives until the site's last Call has arrived. Without
 // these attrs an Invoke supplies every argument and receives every result.
-absl::StatusOr<std::vector<int>> SplitIndices(const NodeDef& invoke, absl::string_view attr, int n) {
-  std::vector<int> out;
+absl::StatusOr<Indices> SplitIndices(const NodeDef& invoke, absl::string_view attr, int n) {
+  Indices out;
   if (invoke.FindAttr(attr) == nullptr) {
-    for (int i = 0; i < n; ++i) out.push_back(i);
+    out.resize(n);
+    for (int i = 0; i < n; ++i) out[i] = i;
     return out;
   }
   TDF_ASSIGN_OR_RETURN(std::vector<int64_t> list, invoke.GetIntList(attr));
@@ -118,7 +124,7 @@ struct Scope {
     auto it = by_name.find(name);
     return it == by_name.end() ? nullptr : it->second;
   }
-  base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
+  base::FlatHashMap<absl::string_view, Site> sites;  // by the Invoke's original name (views *nodes)
   size_t emitted_by_sites = 0;  // the nodes their Invokes become
   // Per node of *nodes: the output position of the node it becomes (an
   // Invoke: of its first Call; its Returns follow its Calls).
@@ -317,7 +323,7 @@ class Staticizer {
                            SplitIndices(node, "partial_args", static_cast<int>(f->signature.inputs.size())));
       TDF_ASSIGN_OR_RETURN(site.results,
                            SplitIndices(node, "partial_results", static_cast<int>(f->signature.outputs.size())));
-      std::vector<SiteRecord>& sites = sites_of_[f->signature.name];
+      std::vector<SiteRecord>& sites = sites_of_[absl::string_view(f->signature.name)];
       // Read in place: GetString(...).value_or builds an error status for
       // every Invoke without a group.
       const AttrValue* group_attr = node.FindAttr("site_group");
@@ -337,7 +343,7 @@ class Staticizer {
         sites.push_back(std::move(record));
         if (!group.empty()) groups_[{scope.prefix, f->signature.name, group}] = {site.index, site.name};
       }
-      std::vector<uint8_t>& supplied = sites[site.index].supplied;
+      auto& supplied = sites[site.index].supplied;
       for (size_t a = 0; a < site.args.size(); ++a) {
         const int j = site.args[a];
         if (supplied[j] != 0)
@@ -350,7 +356,7 @@ class Staticizer {
       const size_t emitted = std::max<size_t>(site.args.size(), 1) + site.results.size();
       scope.emitted_by_sites += emitted;
       next_pos_ += static_cast<int32_t>(emitted);
-      scope.sites.emplace(node.name, std::move(site));
+      scope.sites.emplace(absl::string_view(node.name), std::move(site));
     }
     return absl::OkStatus();
   }
@@ -462,7 +468,7 @@ class Staticizer {
   }
 
   absl::Status Emit(const Scope& scope) {
-    const std::string fname = scope.function ? scope.function->signature.name : "";
+    const absl::string_view fname = scope.function ? absl::string_view(scope.function->signature.name) : "";
     for (size_t k = 0; k < scope.nodes->size(); ++k) {
       const NodeDef& node = (*scope.nodes)[k];
       if (node.op == kInvoke) {
@@ -543,10 +549,11 @@ class Staticizer {
   // fifth of the pass's allocations.
   struct SiteRecord {
     std::string name;
-    std::vector<uint8_t> supplied;
-    std::vector<int32_t> call_pos;  // per argument: the output position of the Call that supplies it
+    // Inline for a few arguments: vectors were two allocations per site.
+    absl::InlinedVector<uint8_t, 8> supplied;
+    absl::InlinedVector<int32_t, 4> call_pos;  // per argument: the output position of the Call that supplies it
   };
-  base::FlatHashMap<std::string, std::vector<SiteRecord>> sites_of_;
+  base::FlatHashMap<absl::string_view, std::vector<SiteRecord>> sites_of_;  // views the callees' names
   // Split sites: (scope prefix, callee, site_group) -> (index, site name).
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, std::string>> groups_;
   Graph out_;
