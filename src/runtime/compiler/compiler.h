@@ -235,7 +235,7 @@ class Compiler {
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
   // Per op: its schema, id in exe_->op_names and node kind, found with
-  // one lookup per node (the last op's without any). Keys view the graph's
+  // one lookup per node (a recent op's without hashing). Keys view the graph's
   // NodeDefs, which exe_ owns.
   struct OpEntry {
     const OpSchema* schema = nullptr;
@@ -244,8 +244,16 @@ class Compiler {
   };
   const OpEntry* FindOp(const NodeDef& def);  // units.cc; null: unknown op
   base::FlatHashMap<absl::string_view, OpEntry> ops_;
-  absl::string_view last_op_name_;
-  const OpEntry* last_op_ = nullptr;
+  // The first few ops met, by value (ops_ moves its entries when it
+  // grows), found by comparing names: a graph uses a handful of ops, and
+  // hashing the name per node cost more than comparing it with a few.
+  struct RecentOp {
+    absl::string_view name;
+    OpEntry entry;
+  };
+  static constexpr int kRecentOps = 8;
+  RecentOp recent_ops_[kRecentOps];
+  int num_recent_ops_ = 0;
   OpSchemaCache op_schemas_;
   // Hashed, found by string_view: a static graph has a function block per
   // function, looked up on every Call's and Return's edges.
