@@ -98,7 +98,11 @@ class FrameInference {
       for (const OutEdge& e : out_edges(src)) {
         const NodeDef& dst = nodes_[e.dst];
         if (roles_[e.dst] == FrameRole::kReturn && !e.is_control) continue;  // the value comes from the callee
-        TDF_ASSIGN_OR_RETURN(int target, TargetBlock(src, e));
+        // A plain producer keeps its consumers in its block: no StatusOr per edge.
+        int target = block;
+        if (roles_[src] != FrameRole::kPlain) {
+          TDF_ASSIGN_OR_RETURN(target, TargetBlock(src, e));
+        }
         int& placed = info_.block_of_node[e.dst];
         if (placed < 0) {
           placed = target;
@@ -125,11 +129,15 @@ class FrameInference {
     for (size_t i = 0; i < nodes_.size(); ++i)
       for (const ResolvedInput& in : index_.inputs(i)) ++out_count[in.src + 1];
     for (size_t i = 0; i < nodes_.size(); ++i) out_count[i + 1] += out_count[i];
-    out_offsets_ = out_count;
-    out_edges_.resize(out_offsets_.back());
+    out_edges_.resize(out_count.back());
+    // Filled through the offsets themselves, each then one entry ahead
+    // (node i's end); shifted back after: no copy of the offsets.
     for (size_t i = 0; i < nodes_.size(); ++i)
       for (const ResolvedInput& in : index_.inputs(i))
         out_edges_[out_count[in.src]++] = {static_cast<int>(i), in.is_control};
+    for (size_t i = nodes_.size(); i > 0; --i) out_count[i] = out_count[i - 1];
+    out_count[0] = 0;
+    out_offsets_ = std::move(out_count);
   }
 
   absl::Span<const OutEdge> out_edges(int node) const {

@@ -275,8 +275,11 @@ absl::Status CheckCopyToDeviceAttrs(const NodeDef& node) {
 void RegisterGraphOps(OpRegistry& r) {
   Add(r, OpSchema("Const").Inputs(0).Attr("value", "tensor").Attr("dtype", "type", false)
              .Infer([](const InferenceContext& ctx) -> absl::StatusOr<Types> {
-               absl::StatusOr<Tensor> v = ctx.node.GetTensor("value");
-               if (!v.ok()) return v.status();
+               // Read in place: GetTensor copies the tensor (its data, for a
+               // large one), for every Const validated and compiled.
+               const AttrValue* value = ctx.node.FindAttr("value");
+               const Tensor* v = value != nullptr ? value->get_if<Tensor>() : nullptr;
+               if (v == nullptr) return ctx.node.GetTensor("value").status();  // its error
                if (!v->valid()) return Err("attribute 'value' is an invalid tensor");
                if (const AttrValue* d = ctx.node.FindAttr("dtype"); d && d->get_if<DType>() &&
                                                                     *d->get_if<DType>() != v->dtype())

@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, NodeIndex*
     n.out_begin = exe->edge_pool.data() + exe->edge_pool.size();
     n.num_out = static_cast<int32_t>(n.edges.size());
     exe->edge_pool.insert(exe->edge_pool.end(), n.edges.begin(), n.edges.end());
-    std::vector<OutEdge>().swap(n.edges);  // the pool has them: peak memory
+    EdgeList().swap(n.edges);  // the pool has them: peak memory
     exe->nodes.push_back(static_cast<const ExecNode&>(n));
   }
   if (mode == ExecutionMode::kStatic && options.compile_threads) CompileThreads(exe.get(), options.compile_continuations);

@@ -163,6 +163,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   bool names_gpu = false;
   auto scan = [&](const std::vector<NodeDef>& nodes) {
     for (const NodeDef& n : nodes) {
+      if (n.device.empty()) continue;  // the CPU: no parse per node
       absl::StatusOr<Device> d = Device::Parse(n.device);
       names_gpu |= d.ok() && !d->is_cpu();
     }

@@ -10,6 +10,7 @@
 // Merge list every site of its function, including sites in bodies emitted
 // later.
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -19,6 +20,7 @@
 
 #include "transform/staticize_recursion.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "base/hash_tables.h"
 #include "graph/node_index.h"
@@ -33,15 +35,19 @@ constexpr absl::string_view kInvoke = "Invoke";
 constexpr absl::string_view kArg = "Arg";
 constexpr absl::string_view kRetval = "Retval";
 
-// The pieces of an output name or input, joined with one allocation.
-// absl::StrCat sizes its result by resize(), which with Debian's libstdc++
-// zero-fills it first; the pass builds a few strings per node.
+// The pieces of an output name or input, joined with one allocation; the
+// pass builds a few strings per node. Sized once and filled by memcpy:
+// reserve and an append per piece were a call into libstdc++ each, which
+// cost more than zero-filling a name's few dozen bytes first.
 std::string Concat(std::initializer_list<absl::string_view> parts) {
   size_t size = 0;
   for (absl::string_view p : parts) size += p.size();
-  std::string out;
-  out.reserve(size);
-  for (absl::string_view p : parts) out.append(p.data(), p.size());
+  std::string out(size, '\0');
+  char* at = &out[0];
+  for (absl::string_view p : parts) {
+    if (!p.empty()) std::memcpy(at, p.data(), p.size());
+    at += p.size();
+  }
   return out;
 }
 
@@ -56,14 +62,18 @@ struct FunctionInfo {
   std::vector<const NodeDef*> retvals;  // never null once analyzed
 };
 
+// A call site's argument or result indices.
+using Indices = absl::InlinedVector<int, 4>;
+
 struct Site {
   std::string name;  // the Invoke's name in the output ("f/S" in a body)
   const FunctionDef* callee = nullptr;
   int64_t index = 0;
   // The arguments this Invoke supplies and the results it receives: all of
   // them, unless the Invoke is one part of a split site (see SplitIndices).
-  std::vector<int> args;
-  std::vector<int> results;
+  // Inline for a few: two vectors per call site were two allocations each.
+  Indices args;
+  Indices results;
 };
 
 // Split call sites (used by autodiff to pair a call of f_ext with its
@@ -76,10 +86,11 @@ struct Site {
 // only among its own nodes), so the parts may fire at different times and the
 // invocation's frame lives until the site's last Call has arrived. Without
 // these attrs an Invoke supplies every argument and receives every result.
-absl::StatusOr<std::vector<int>> SplitIndices(const NodeDef& invoke, absl::string_view attr, int n) {
-  std::vector<int> out;
+absl::StatusOr<Indices> SplitIndices(const NodeDef& invoke, absl::string_view attr, int n) {
+  Indices out;
   if (invoke.FindAttr(attr) == nullptr) {
-    for (int i = 0; i < n; ++i) out.push_back(i);
+    out.resize(n);
+    for (int i = 0; i < n; ++i) out[i] = i;
     return out;
   }
   TDF_ASSIGN_OR_RETURN(std::vector<int64_t> list, invoke.GetIntList(attr));
@@ -113,7 +124,7 @@ struct Scope {
     auto it = by_name.find(name);
     return it == by_name.end() ? nullptr : it->second;
   }
-  base::FlatHashMap<std::string, Site> sites;  // by the Invoke's original name
+  base::FlatHashMap<absl::string_view, Site> sites;  // by the Invoke's original name (views *nodes)
   size_t emitted_by_sites = 0;  // the nodes their Invokes become
   // Per node of *nodes: the output position of the node it becomes (an
   // Invoke: of its first Call; its Returns follow its Calls).
@@ -124,9 +135,30 @@ struct Scope {
   }
 };
 
+// The library's functions by name, hashed: the library's std::map
+// compared names about log2(N) times per lookup, and every Invoke is
+// resolved in two sweeps (10^4 functions: a few percent of Session::Create).
+class FunctionTable {
+ public:
+  explicit FunctionTable(const FunctionLibrary& library) : by_name_(base::BucketsFor(library.functions().size())) {
+    for (const auto& [name, f] : library.functions()) by_name_.emplace(name, &f);
+  }
+  const FunctionDef* Find(absl::string_view name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+ private:
+  base::FlatHashMap<absl::string_view, const FunctionDef*> by_name_;  // views the library's keys
+};
+
 // Resolves the callee of an Invoke, with the checks every sweep relies on.
-absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionLibrary& library) {
-  TDF_ASSIGN_OR_RETURN(std::string fname, invoke.GetString("function"));
+absl::StatusOr<const FunctionDef*> Callee(const NodeDef& invoke, const FunctionTable& library) {
+  // Read in place; GetString copies the name (and gives the error).
+  const AttrValue* attr = invoke.FindAttr("function");
+  const std::string* name = attr != nullptr ? attr->get_if<std::string>() : nullptr;
+  if (name == nullptr) return invoke.GetString("function").status();
+  const std::string& fname = *name;
   const FunctionDef* f = library.Find(fname);
   if (f == nullptr)
     return NodeError(invoke, absl::StatusCode::kNotFound, absl::StrCat("calls undefined function '", fname, "'"));
@@ -187,16 +219,22 @@ absl::StatusOr<FunctionInfo> Analyze(const FunctionDef& f) {
   return info;
 }
 
-// Every function reachable from the main graph's Invoke nodes, by name (the
-// std::set gives the alphabetical order the site numbering uses).
-absl::StatusOr<std::set<std::string>> Reachable(const Graph& graph) {
-  std::set<std::string> reached;
+// Every function reachable from the main graph's Invoke nodes, in the
+// alphabetical order of their names that the site numbering uses.
+absl::StatusOr<std::vector<const FunctionDef*>> Reachable(const Graph& graph, const FunctionTable& library) {
+  // Marked by pointer and sorted once: a std::set of names compared names
+  // on every Invoke.
+  base::FlatHashSet<const FunctionDef*> seen;
+  std::vector<const FunctionDef*> reached;
   std::vector<const FunctionDef*> work;
   auto visit = [&](const std::vector<NodeDef>& nodes) -> absl::Status {
     for (const NodeDef& node : nodes) {
       if (node.op != kInvoke) continue;
-      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph.library));
-      if (reached.insert(f->signature.name).second) work.push_back(f);
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, library));
+      if (seen.insert(f).second) {
+        reached.push_back(f);
+        work.push_back(f);
+      }
     }
     return absl::OkStatus();
   };
@@ -207,22 +245,23 @@ absl::StatusOr<std::set<std::string>> Reachable(const Graph& graph) {
     absl::Status s = visit(f->node);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", f->signature.name, "': ", s.message()));
   }
+  std::sort(reached.begin(), reached.end(),
+            [](const FunctionDef* a, const FunctionDef* b) { return a->signature.name < b->signature.name; });
   return reached;
 }
 
 class Staticizer {
  public:
-  explicit Staticizer(const Graph& graph) : graph_(graph) {}
+  explicit Staticizer(const Graph& graph) : graph_(graph), library_(graph.library) {}
 
   absl::StatusOr<StaticizedGraph> Run() {
-    TDF_ASSIGN_OR_RETURN(std::set<std::string> reachable, Reachable(graph_));
+    TDF_ASSIGN_OR_RETURN(std::vector<const FunctionDef*> reachable, Reachable(graph_, library_));
     scopes_.reserve(reachable.size() + 1);
     scopes_.push_back(MakeScope(nullptr, graph_.node));
-    for (const std::string& name : reachable) {
-      const FunctionDef* f = graph_.library.Find(name);
+    for (const FunctionDef* f : reachable) {
       TDF_ASSIGN_OR_RETURN(FunctionInfo info, Analyze(*f));
       info.scope = static_cast<int32_t>(scopes_.size());
-      functions_.emplace(name, std::move(info));
+      functions_.emplace(f->signature.name, std::move(info));
       scopes_.push_back(MakeScope(f, f->node));
     }
     for (Scope& scope : scopes_) TDF_RETURN_IF_ERROR(WithScope(scope, NumberSites(scope)));
@@ -276,7 +315,7 @@ class Staticizer {
         ++next_pos_;
         continue;
       }
-      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, graph_.library));
+      TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, library_));
       Site site;
       site.name = Concat({scope.prefix, node.name});  // one allocation; operator+ made two
       site.callee = f;
@@ -284,7 +323,7 @@ class Staticizer {
                            SplitIndices(node, "partial_args", static_cast<int>(f->signature.inputs.size())));
       TDF_ASSIGN_OR_RETURN(site.results,
                            SplitIndices(node, "partial_results", static_cast<int>(f->signature.outputs.size())));
-      std::vector<SiteRecord>& sites = sites_of_[f->signature.name];
+      std::vector<SiteRecord>& sites = sites_of_[absl::string_view(f->signature.name)];
       // Read in place: GetString(...).value_or builds an error status for
       // every Invoke without a group.
       const AttrValue* group_attr = node.FindAttr("site_group");
@@ -304,7 +343,7 @@ class Staticizer {
         sites.push_back(std::move(record));
         if (!group.empty()) groups_[{scope.prefix, f->signature.name, group}] = {site.index, site.name};
       }
-      std::vector<uint8_t>& supplied = sites[site.index].supplied;
+      auto& supplied = sites[site.index].supplied;
       for (size_t a = 0; a < site.args.size(); ++a) {
         const int j = site.args[a];
         if (supplied[j] != 0)
@@ -317,7 +356,7 @@ class Staticizer {
       const size_t emitted = std::max<size_t>(site.args.size(), 1) + site.results.size();
       scope.emitted_by_sites += emitted;
       next_pos_ += static_cast<int32_t>(emitted);
-      scope.sites.emplace(node.name, std::move(site));
+      scope.sites.emplace(absl::string_view(node.name), std::move(site));
     }
     return absl::OkStatus();
   }
@@ -378,7 +417,7 @@ class Staticizer {
     std::vector<std::string> calls;
     auto add_call = [&](std::string name, DType t, int64_t arg_index, std::vector<std::string> inputs,
                         const ResolvedInput* first) {
-      NodeDef call;
+      NodeDef& call = out_.node.emplace_back();  // built in place: no move and destruction per node
       call.name = std::move(name);
       call.op = "Call";
       call.input = std::move(inputs);
@@ -392,7 +431,7 @@ class Staticizer {
       calls.push_back(call.name);
       if (first != nullptr) inputs_.push_back(*first);
       inputs_.insert(inputs_.end(), control_at.begin(), control_at.end());
-      Append(scope, std::move(call));
+      Finish(scope);
     };
     if (x == 0) {
       // The invocation still needs a Call to create its frame.
@@ -407,7 +446,7 @@ class Staticizer {
     const FunctionInfo& info = functions_.at(fname);
     const Scope& callee = scopes_[info.scope];
     for (int r : site.results) {
-      NodeDef ret;
+      NodeDef& ret = out_.node.emplace_back();
       // Session::Create resolves fetches of a main-graph Invoke to these
       // names (session.cc, MainInvokeReturns): keep the two in step.
       ret.name = Concat({site.name, "/return_", Num(r).Piece()});
@@ -423,20 +462,20 @@ class Staticizer {
       ret.attr.emplace_hint(ret.attr.end(), "function", fname);
       ret.attr.emplace_hint(ret.attr.end(), "result_index", static_cast<int64_t>(r));
       ret.device = invoke.device;
-      Append(scope, std::move(ret));
+      Finish(scope);
     }
     return absl::OkStatus();
   }
 
   absl::Status Emit(const Scope& scope) {
-    const std::string fname = scope.function ? scope.function->signature.name : "";
+    const absl::string_view fname = scope.function ? absl::string_view(scope.function->signature.name) : "";
     for (size_t k = 0; k < scope.nodes->size(); ++k) {
       const NodeDef& node = (*scope.nodes)[k];
       if (node.op == kInvoke) {
         TDF_RETURN_IF_ERROR(EmitInvoke(scope, node, scope.out_pos[k]));
         continue;
       }
-      NodeDef copy;
+      NodeDef& copy = out_.node.emplace_back();
       copy.name = Concat({scope.prefix, node.name});
       copy.device = node.device;
       if (scope.function != nullptr && node.op == kArg) {
@@ -452,7 +491,7 @@ class Staticizer {
         if (copy.input.empty())
           return NodeError(node, absl::StatusCode::kUnimplemented,
                            absl::StrCat("no call site supplies argument ", j, " (every site is a partial Invoke)"));
-        Append(scope, std::move(copy));
+        Finish(scope);
         continue;
       }
       copy.input.reserve(node.input.size());  // at least; grown from empty it reallocated per node
@@ -470,18 +509,20 @@ class Staticizer {
           copy.attr["frame_name"] = scope.prefix + frame;
         }
       }
-      Append(scope, std::move(copy));
+      Finish(scope);
     }
     return absl::OkStatus();
   }
 
-  // Appends `node`, whose resolved inputs are the last of inputs_.
-  void Append(const Scope& scope, NodeDef node) {
+  // Completes the last node of the output (built there in place), whose
+  // resolved inputs are the last of inputs_. An error on the way leaves it
+  // half built: the output is then dropped.
+  void Finish(const Scope& scope) {
+    NodeDef& node = out_.node.back();
     // Nothing feeds a sourceless body node; the executor fires it when an
     // invocation of its function starts.
     if (scope.function != nullptr && node.input.empty())
       node.attr[std::string(kFunctionAttr)] = scope.function->signature.name;
-    out_.node.push_back(std::move(node));
     offsets_.push_back(static_cast<uint32_t>(inputs_.size()));
   }
 
@@ -499,6 +540,7 @@ class Staticizer {
   }
 
   const Graph& graph_;
+  FunctionTable library_;
   std::vector<Scope> scopes_;
   base::FlatHashMap<std::string, FunctionInfo> functions_;
   // Per function, its call sites in site order: each one's output name and
@@ -507,10 +549,11 @@ class Staticizer {
   // fifth of the pass's allocations.
   struct SiteRecord {
     std::string name;
-    std::vector<uint8_t> supplied;
-    std::vector<int32_t> call_pos;  // per argument: the output position of the Call that supplies it
+    // Inline for a few arguments: vectors were two allocations per site.
+    absl::InlinedVector<uint8_t, 8> supplied;
+    absl::InlinedVector<int32_t, 4> call_pos;  // per argument: the output position of the Call that supplies it
   };
-  base::FlatHashMap<std::string, std::vector<SiteRecord>> sites_of_;
+  base::FlatHashMap<absl::string_view, std::vector<SiteRecord>> sites_of_;  // views the callees' names
   // Split sites: (scope prefix, callee, site_group) -> (index, site name).
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, std::string>> groups_;
   Graph out_;

@@ -154,7 +154,8 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, MakeStateKernel(def));
           exe_->kernels.push_back(std::move(k));
         } else {
-          absl::StatusOr<Device> parsed = Device::Parse(def.device);
+          // "" is the CPU: most nodes, not parsed.
+          absl::StatusOr<Device> parsed = def.device.empty() ? Device::Cpu() : Device::Parse(def.device);
           if (!parsed.ok()) return NodeError(def, parsed.status().code(), parsed.status().message());
           const Device device = *parsed;
           TDF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, KernelRegistry::Global()->Create(def, device.type));
@@ -240,7 +241,7 @@ const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(absl::string
     std::vector<uint8_t> seen(nodes_.size(), 0);
     for (const NodeBuild& c : nodes_) {
       if (c.kind != NodeKind::kCall) continue;
-      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[std::string(CalleeOf(*Info(c).def))];
+      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[CalleeOf(*Info(c).def)];
       for (const OutEdge& e : c.edges) {
         if (e.kind != EdgeKind::kCall || nodes_[e.dst].kind != NodeKind::kMerge || seen[e.dst]) continue;
         seen[e.dst] = 1;
@@ -258,11 +259,11 @@ const Compiler::SiteNodes& Compiler::Site(int32_t block, int32_t label, absl::st
     sites_built_ = true;
     for (const NodeBuild& o : nodes_) {  // by id: block order within each block
       if (o.kind != NodeKind::kCall && o.kind != NodeKind::kReturn) continue;
-      SiteNodes& site = sites_[{o.block, Info(o).label, std::string(CalleeOf(*Info(o).def))}];
+      SiteNodes& site = sites_[{o.block, Info(o).label, CalleeOf(*Info(o).def)}];
       (o.kind == NodeKind::kCall ? site.calls : site.returns).push_back(o.id);
     }
   }
-  return sites_.at({block, label, std::string(fn)});
+  return sites_.at({block, label, fn});
 }
 
 }  // namespace runtime

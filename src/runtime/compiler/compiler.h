@@ -75,8 +75,12 @@ void GrowFor(std::vector<T>& v, size_t more) {
 // executable (Compiler::Info): a combined record copied out at the end cost
 // 320 bytes a node while compiling (chain(10^6): 190 MB more peak memory)
 // and the copy.
+// Out edges while compiling. One inline: most nodes have one consumer, and
+// a vector per node was an allocation per node (and its free once the
+// edges moved to the pool).
+using EdgeList = absl::InlinedVector<OutEdge, 1>;
 struct NodeBuild : ExecNode {
-  std::vector<OutEdge> edges;
+  EdgeList edges;
 };
 
 class Compiler {
@@ -231,7 +235,7 @@ class Compiler {
   int64_t num_call_return_nodes_ = 0;
   std::vector<Unit> units_;
   // Per op: its schema, id in exe_->op_names and node kind, found with
-  // one lookup per node (the last op's without any). Keys view the graph's
+  // one lookup per node (a recent op's without hashing). Keys view the graph's
   // NodeDefs, which exe_ owns.
   struct OpEntry {
     const OpSchema* schema = nullptr;
@@ -240,8 +244,16 @@ class Compiler {
   };
   const OpEntry* FindOp(const NodeDef& def);  // units.cc; null: unknown op
   base::FlatHashMap<absl::string_view, OpEntry> ops_;
-  absl::string_view last_op_name_;
-  const OpEntry* last_op_ = nullptr;
+  // The first few ops met, by value (ops_ moves its entries when it
+  // grows), found by comparing names: a graph uses a handful of ops, and
+  // hashing the name per node cost more than comparing it with a few.
+  struct RecentOp {
+    absl::string_view name;
+    OpEntry entry;
+  };
+  static constexpr int kRecentOps = 8;
+  RecentOp recent_ops_[kRecentOps];
+  int num_recent_ops_ = 0;
   OpSchemaCache op_schemas_;
   // Hashed, found by string_view: a static graph has a function block per
   // function, looked up on every Call's and Return's edges.
@@ -249,9 +261,11 @@ class Compiler {
   std::map<std::string, int32_t> invoke_sites_;
   // (block, kind, a, b) as ChildSlot takes them: ints, not a string built per Call.
   base::FlatHashMap<std::tuple<int32_t, int32_t, int32_t, int32_t>, int32_t> child_slots_;
-  base::FlatHashMap<std::string, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
+  // Keyed by the callee's name as the nodes' attributes hold it (views: a
+  // string built per Call and per lookup was an allocation each).
+  base::FlatHashMap<absl::string_view, std::vector<std::pair<int32_t, int64_t>>> arg_merges_;
   bool arg_merges_built_ = false;
-  base::FlatHashMap<std::tuple<int32_t, int32_t, std::string>, SiteNodes> sites_;
+  base::FlatHashMap<std::tuple<int32_t, int32_t, absl::string_view>, SiteNodes> sites_;
   bool sites_built_ = false;
   std::vector<int32_t> call_read_by_;  // Call id -> the last Merge that read it (CheckCrossing)
   std::vector<int32_t> local_in_count_;  // CountLocalEdges

@@ -50,7 +50,7 @@ void Compiler::ForwardCallArguments() {
     bool any = false;
     for (const OutEdge& e : c.edges) any |= e.kind == EdgeKind::kCall && Info(nodes[e.dst]).forwarded;
     if (!any) continue;
-    std::vector<OutEdge> edges;
+    EdgeList edges;
     for (const OutEdge& e : c.edges) {
       if (e.kind != EdgeKind::kCall || !Info(nodes[e.dst]).forwarded) {
         edges.push_back(e);
@@ -73,7 +73,7 @@ void Compiler::ForwardCallArguments() {
 int32_t Compiler::SoleProducer(int32_t dst, int32_t* edge_index) const {
   if (local_in_count_[dst] != 1) return -1;
   const int32_t producer = static_cast<int32_t>(local_in_sum_[dst]);
-  const std::vector<OutEdge>& edges = nodes_[producer].edges;
+  const EdgeList& edges = nodes_[producer].edges;
   for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
     if (edges[k].dst != dst) continue;
     *edge_index = k;
@@ -301,7 +301,7 @@ void Compiler::ForwardPivotSwitches() {
       pivot.edges.clear();
       Info(pivot).forwarded = true;
       // Its predicate no longer reaches it: it never becomes ready.
-      std::vector<OutEdge>& from = nodes[pred.first].edges;
+      EdgeList& from = nodes[pred.first].edges;
       from.erase(std::remove_if(from.begin(), from.end(), [&](const OutEdge& e) { return e.dst == sid; }),
                  from.end());
       if (pivot.switch_group >= 0) {
@@ -336,7 +336,7 @@ void Compiler::ForwardExclusiveResultMerges() {
   for (const ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
     for (int32_t id : blk.nodes) {
-      const std::vector<OutEdge>& edges = nodes[id].edges;
+      const EdgeList& edges = nodes[id].edges;
       for (int32_t k = 0; k < static_cast<int32_t>(edges.size()); ++k) {
         const NodeBuild& d = nodes[edges[k].dst];
         if (d.block == blk.id && candidate(d)) into_candidate[d.id].push_back({id, k});
@@ -429,7 +429,7 @@ void Compiler::ForwardReturns() {
     for (const OutEdge& e : p.edges) any |= e.kind == EdgeKind::kReturn && forwardable[e.dst];
     if (!any) continue;
     // Rebuild p's edges, each label's range replaced in place.
-    std::vector<OutEdge> edges;
+    EdgeList edges;
     std::vector<std::pair<int32_t, int32_t>> ranges(Info(p).return_edges_by_label.size(), {0, 0});
     std::vector<int32_t> label_of(p.edges.size(), -1);
     for (size_t label = 0; label < Info(p).return_edges_by_label.size(); ++label)

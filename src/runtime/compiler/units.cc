@@ -9,6 +9,8 @@
 #include "base/hash_tables.h"
 #include "runtime/compiler/compiler.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <set>
 
@@ -103,7 +105,10 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
 
 const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
   const absl::string_view name = def.op;
-  if (last_op_ != nullptr && name == last_op_name_) return last_op_;
+  for (int k = 0; k < num_recent_ops_; ++k) {
+    const RecentOp& r = recent_ops_[k];
+    if (r.name.size() == name.size() && memcmp(r.name.data(), name.data(), name.size()) == 0) return &r.entry;
+  }
   auto it = ops_.find(name);
   if (it == ops_.end()) {
     const OpSchema* schema = op_schemas_.Find(name);
@@ -115,9 +120,13 @@ const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
     exe_->op_names.push_back(def.op);
     it = ops_.emplace(name, entry).first;
   }
-  last_op_name_ = name;
-  last_op_ = &it->second;
-  return last_op_;
+  if (num_recent_ops_ < kRecentOps) {
+    RecentOp& r = recent_ops_[num_recent_ops_++];
+    r.name = name;  // views a NodeDef of the graph, which exe_ owns
+    r.entry = it->second;
+    return &r.entry;
+  }
+  return &it->second;
 }
 
 absl::Status Compiler::Link() {
@@ -151,15 +160,16 @@ absl::Status Compiler::Link() {
   // which it must send dead) would deliver twice into one slot.
   {
     base::FlatHashMap<int32_t, std::pair<int64_t, const NodeBuild*>> merge_index;  // merge -> (index, a Call)
-    base::FlatHashMap<std::string, std::vector<int32_t>> merges_of;                // function -> its merges
+    base::FlatHashMap<absl::string_view, std::vector<int32_t>> merges_of;          // function -> its merges
     for (const NodeBuild& call : nodes_) {
+      if (call.kind != NodeKind::kCall) continue;  // before the attribute lookup: most nodes are not Calls
       const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
-      if (call.kind != NodeKind::kCall || arg < 0) continue;
+      if (arg < 0) continue;
       for (const OutEdge& e : call.edges) {
         if (e.kind != EdgeKind::kCall) continue;
         auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
         if (first) {
-          merges_of[std::string(CalleeOf(*Info(call).def))].push_back(e.dst);
+          merges_of[CalleeOf(*Info(call).def)].push_back(e.dst);
         } else if (it->second.first != arg) {
           return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
@@ -183,10 +193,11 @@ absl::Status Compiler::Link() {
   }
   // A call site (function, call_site) lives in one frame: its Calls and
   // Returns are that frame's nodes, and results are routed there by label.
-  base::FlatHashMap<std::pair<std::string, int32_t>, int32_t> site_block;
+  // Keys view the nodes' attributes: no string built per Call and Return.
+  base::FlatHashMap<std::pair<absl::string_view, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const std::pair<std::string, int32_t> key{std::string(CalleeOf(*Info(n).def)), Info(n).label};
+    const std::pair<absl::string_view, int32_t> key{CalleeOf(*Info(n).def), Info(n).label};
     auto [it, inserted] = site_block.try_emplace(key, n.block);
     if (!inserted && it->second != n.block)
       return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
