@@ -355,7 +355,8 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
   }
   // The sites a path calls, with their threads (every thread is built now).
   exe->num_thread_paths = 0;
-  for (CompiledThread& t : exe->threads)
+  for (CompiledThread& t : exe->threads) {
+    t.num_inlets = static_cast<int32_t>(t.inlets.size());
     for (ThreadPath& p : t.paths) {
       p.id = exe->num_thread_paths++;
       // The ops the path fires, sorted, then counted by op (a map per path
@@ -366,6 +367,17 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
         site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
         site.slots.clear();
         for (int32_t c : site.calls) site.slots.push_back(exe->nodes[c].slot_base);
+        const size_t n = site.calls.size();
+        site.num_fast = 0;
+        if (!site.held && n >= 1 && n <= static_cast<size_t>(ThreadCall::kMaxFastArgs) && site.regs.size() == n &&
+            (site.thread >= 0 || n == 1)) {
+          site.num_fast = static_cast<int32_t>(n);
+          site.call0 = site.calls[0];
+          for (size_t i = 0; i < n; ++i) {
+            site.fast_slots[i] = site.slots[i];
+            site.fast_regs[i] = site.regs[i];
+          }
+        }
         if (site.thread < 0) continue;
         for (size_t i = 1; i < site.calls.size(); ++i) fired.push_back(exe->nodes[site.calls[i]].op_id);
         p.num_fired += static_cast<int64_t>(site.calls.size()) - 1;
@@ -382,6 +394,7 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
         i = j;
       }
     }
+  }
 }
 
 }  // namespace runtime
