@@ -305,6 +305,11 @@ struct alignas(64) NodeInfo {
   int32_t result_index = -1;
   // Call: its site's compiled unit (ExecutableGraph::threads), or -1.
   int32_t thread = -1;
+  // Call of a site with a unit, of at most 4 Calls whose argument slots fit
+  // int16: those slots in site order (RunSiteThread reads them here, not
+  // through every Call's node); else none (CompileThreads).
+  int16_t site_arg_slots[4] = {};
+  int32_t num_site_arg_slots = 0;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one

@@ -343,7 +343,17 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
       }
       it = built.emplace(std::move(key), index).first;
     }
-    for (int32_t c : calls) exe->info[c].thread = it->second;
+    bool slots_fit = it->second >= 0 && calls.size() <= 4;
+    for (int32_t c : calls) slots_fit &= exe->nodes[c].slot_base >= 0 && exe->nodes[c].slot_base <= INT16_MAX;
+    for (int32_t c : calls) {
+      NodeInfo& info = exe->info[c];
+      info.thread = it->second;
+      info.num_site_arg_slots = 0;
+      if (!slots_fit) continue;
+      for (size_t i = 0; i < calls.size(); ++i)
+        info.site_arg_slots[i] = static_cast<int16_t>(exe->nodes[calls[i]].slot_base);
+      info.num_site_arg_slots = static_cast<int32_t>(calls.size());
+    }
   }
   // A Call popped from the ready stack (a site a unit's path made, a
   // parked site's first Call) goes straight to its unit.
