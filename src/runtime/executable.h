@@ -305,6 +305,11 @@ struct alignas(64) NodeInfo {
   int32_t result_index = -1;
   // Call: its site's compiled unit (ExecutableGraph::threads), or -1.
   int32_t thread = -1;
+  // Call of a site with a unit, of at most 4 Calls whose argument slots fit
+  // int16: those slots in site order (RunSiteThread reads them here, not
+  // through every Call's node); else none (CompileThreads).
+  int16_t site_arg_slots[4] = {};
+  int32_t num_site_arg_slots = 0;
 };
 
 // Dead-branch skipping. The Switches of a function body that share one
@@ -426,6 +431,15 @@ struct ThreadCall {
   // A partial site the path's continuation makes whole: its Calls only get
   // their arguments in their slots (CompiledThread::held_calls).
   bool held = false;
+  // Not held, at most kMaxFastArgs Calls, one of them or a thread (fib's,
+  // ack's and tak's sites): MakeCall stores the arguments and queues the
+  // first Call from these, without the vectors above (CompileThreads sets
+  // them last, from them). num_fast 0: the general way.
+  static constexpr int kMaxFastArgs = 4;
+  int32_t num_fast = 0;
+  int32_t call0 = -1;
+  int32_t fast_slots[kMaxFastArgs] = {};
+  int16_t fast_regs[kMaxFastArgs] = {};
 };
 // A path of a thread that ends: either the result node it fires and the
 // register of its value (a base case), or the frame it leaves (slot writes,
@@ -514,6 +528,7 @@ struct CompiledThread {
   // the results it waits for, and the frame slot each argument register is
   // loaded from (the inlets' slots first, then values its path left).
   std::vector<ContinuationInlet> inlets;
+  int32_t num_inlets = 0;  // inlets.size(), what a frame's cont_join starts at
   std::vector<int16_t> arg_slots;
   // The Calls of partial sites its path left unfired, their arguments in
   // their slots (ThreadCall::held): it fires them; going node by node, they

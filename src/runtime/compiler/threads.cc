@@ -343,7 +343,17 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
       }
       it = built.emplace(std::move(key), index).first;
     }
-    for (int32_t c : calls) exe->info[c].thread = it->second;
+    bool slots_fit = it->second >= 0 && calls.size() <= 4;
+    for (int32_t c : calls) slots_fit &= exe->nodes[c].slot_base >= 0 && exe->nodes[c].slot_base <= INT16_MAX;
+    for (int32_t c : calls) {
+      NodeInfo& info = exe->info[c];
+      info.thread = it->second;
+      info.num_site_arg_slots = 0;
+      if (!slots_fit) continue;
+      for (size_t i = 0; i < calls.size(); ++i)
+        info.site_arg_slots[i] = static_cast<int16_t>(exe->nodes[calls[i]].slot_base);
+      info.num_site_arg_slots = static_cast<int32_t>(calls.size());
+    }
   }
   // A Call popped from the ready stack (a site a unit's path made, a
   // parked site's first Call) goes straight to its unit.
@@ -355,7 +365,8 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
   }
   // The sites a path calls, with their threads (every thread is built now).
   exe->num_thread_paths = 0;
-  for (CompiledThread& t : exe->threads)
+  for (CompiledThread& t : exe->threads) {
+    t.num_inlets = static_cast<int32_t>(t.inlets.size());
     for (ThreadPath& p : t.paths) {
       p.id = exe->num_thread_paths++;
       // The ops the path fires, sorted, then counted by op (a map per path
@@ -366,6 +377,17 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
         site.thread = site.partial ? -1 : exe->info[site.calls[0]].thread;
         site.slots.clear();
         for (int32_t c : site.calls) site.slots.push_back(exe->nodes[c].slot_base);
+        const size_t n = site.calls.size();
+        site.num_fast = 0;
+        if (!site.held && n >= 1 && n <= static_cast<size_t>(ThreadCall::kMaxFastArgs) && site.regs.size() == n &&
+            (site.thread >= 0 || n == 1)) {
+          site.num_fast = static_cast<int32_t>(n);
+          site.call0 = site.calls[0];
+          for (size_t i = 0; i < n; ++i) {
+            site.fast_slots[i] = site.slots[i];
+            site.fast_regs[i] = site.regs[i];
+          }
+        }
         if (site.thread < 0) continue;
         for (size_t i = 1; i < site.calls.size(); ++i) fired.push_back(exe->nodes[site.calls[i]].op_id);
         p.num_fired += static_cast<int64_t>(site.calls.size()) - 1;
@@ -382,6 +404,7 @@ void CompileThreads(ExecutableGraph* exe, bool continuations) {
         i = j;
       }
     }
+  }
 }
 
 }  // namespace runtime
