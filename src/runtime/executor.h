@@ -4,6 +4,7 @@
 #define TDF_SRC_RUNTIME_EXECUTOR_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,7 +58,17 @@ class Executor {
   const ExecutableGraph* exe_;
   SessionOptions options_;
   VariableStore* variables_;  // not owned; outlives the executor
-  std::unique_ptr<tbb::task_arena> arena_;
+  // Arenas of num_workers threads, one per run in progress (TakeArena):
+  // runs from several client threads used to share one, and a client that
+  // found it full handed its run to a thread inside it, which another run's
+  // endless work could keep forever: the run never started, so neither its
+  // deadline nor its cancel was ever checked (RunOptionsTest.
+  // ConcurrentRunsKeepTheirOwnDeadlines hung). A run's own arena keeps a
+  // slot for its client thread. oneTBB's threads are shared by all arenas.
+  std::mutex arenas_mu_;
+  std::vector<std::unique_ptr<tbb::task_arena>> idle_arenas_;
+  std::unique_ptr<tbb::task_arena> TakeArena();
+  void ReturnArena(std::unique_ptr<tbb::task_arena> arena);
   std::unique_ptr<RunPruner> pruner_;
   std::unique_ptr<batching::BatchPlan> batch_plan_;  // null: batching off
   // Failed runs' frames still being freed after their runs returned; last,
