@@ -204,6 +204,10 @@ Frame* AllocateFrame(const ExecBlock& block);
 void ReleaseFrameTensors(Frame* frame);
 // Releases the tokens still in the frame and frees its memory.
 void FreeFrame(Frame* frame);
+// Frees frames of one block that hold no tensors and no dynamic instance
+// (a worker's kept frames), linked through `parent` from `first`: FreeFrame
+// for each, in one pass over the pool (a deep recursion spills thousands).
+void FreeKeptFrames(Frame* first);
 // Gives frame memory back (issue #26, item 8). With `empty_caches`, frees
 // the frames the process-wide depot and this thread's pool keep. Then, if
 // that freed 64 MiB or more, or frames have taken that much from malloc
