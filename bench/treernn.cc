@@ -328,9 +328,8 @@ class SessionModel : public Model {
 
 // node(i, tree, P, Wb, Wcb) -> (h [1, H], loss [1]): the node's hidden state
 // and the summed cross-entropy of the internal nodes of its subtree. Wb is
-// [W; b] and Wcb [Wc; bc] (a bias as the weight of a constant 1 column: one
-// product, one argument, and a gradient that travels as rows with the
-// weight's). Every internal node does the same fixed-size work (the same
+// [W; b] and Wcb [Wc; bc]^T (a bias as the weight of a constant 1 column: one
+// product, one argument, one gradient with the weight's). Every internal node does the same fixed-size work (the same
 // shapes in every invocation, so that batching can fire it once for many
 // nodes), and nothing copies a subtree: a node adds its children's losses
 // instead of concatenating their states. The leaves' classifier runs in the
@@ -362,7 +361,7 @@ absl::Status DefineNodeFunction(GraphBuilder& b, const ModelConfig& c) {
               std::vector<Output> l = f.Call("node", {left, tree, P, Wb, Wcb});
               std::vector<Output> r = f.Call("node", {right, tree, P, Wb, Wcb});
               Output h = f.Tanh(f.MatMul(f.Concat({l[0], r[0], f.Const(one)}, 1), Wb));
-              Output logits = f.MatMul(f.Concat({h, f.Const(one)}, 1), Wcb);  // [1, 5]
+              Output logits = f.MatMul(f.Concat({h, f.Const(one)}, 1), Wcb, false, true);  // [1, 5]
               Output label = f.Gather(f.Const(one_hot), f.Gather(row, f.Const<int64_t>(3)));
               Output xent = f.Op("SoftmaxCrossEntropy", {logits, label});  // [1]
               return std::vector<Output>{h, f.AddN({xent, l[1], r[1]})};
@@ -380,7 +379,11 @@ absl::StatusOr<std::unique_ptr<Model>> CreateRecursion(const ModelConfig& c, con
   Output leaf_logits = b.Add(b.MatMul(P, v.read[kWc]), v.read[kBc]);
   Output leaf_xent = b.Op("SoftmaxCrossEntropy", {leaf_logits, b.Placeholder("leaf_labels", c.dtype)});
   Output tree = b.Placeholder("tree", DType::kInt64);
-  Output Wb = b.Concat({v.read[kW], v.read[kB]}, 0), Wcb = b.Concat({v.read[kWc], v.read[kBc]}, 0);
+  // Wcb goes in transposed ([5, H + 1], used as x Wcb^T): autodiff then sums
+  // its small gradient densely per node ([H + 1, 5], one MatMulAdd) instead
+  // of as outer-product rows, which at 5 columns would be compacted (a dense
+  // sum and 5 rows) at nearly every node.
+  Output Wb = b.Concat({v.read[kW], v.read[kB]}, 0), Wcb = b.Transpose(b.Concat({v.read[kWc], v.read[kBc]}, 0));
   std::vector<Output> losses{leaf_xent};
   for (int k = 0; k < batch_size; ++k) {
     Output root = b.Placeholder(absl::StrCat("root_", k), DType::kInt64);

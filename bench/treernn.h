@@ -26,12 +26,14 @@
 //               whole batch) and no loss; an internal node computes h from
 //               its children's, its own classifier and cross-entropy, and
 //               returns h and the summed cross-entropy of the internal nodes
-//               of its subtree. Wb = [W; b] and Wcb = [Wc; bc], the biases as
-//               the weights of a constant 1 column. The main graph adds the
-//               leaves' cross-entropy (one MatMul over P, one SoftmaxCrossEntropy). A batch
-//               of B trees is B root calls in the main graph, one per tree,
-//               that run concurrently. Every internal node does the same
-//               fixed-size work and no node copies its subtree.
+//               of its subtree. Wb = [W; b] and Wcb = [Wc; bc]^T, the biases
+//               as the weights of a constant 1 column (Wcb transposed, so
+//               that its gradient is summed densely). The main graph adds
+//               the leaves' cross-entropy (one MatMul over P, one
+//               SoftmaxCrossEntropy). A batch of B trees is B root calls in
+//               the main graph, one per tree, that run concurrently. Every
+//               internal node does the same fixed-size work and no node
+//               copies its subtree.
 //   kIteration  per tree a While loop over the internal nodes in post-order:
 //               the state H starts as the tree's leaf states and grows by one
 //               row per iteration (Concat); children are read with Gather.
