@@ -206,8 +206,9 @@ Tensor OneHot(DType dtype, const std::vector<int>& labels) {
 }
 
 // The feeds every implementation shares: "words" (the batch's leaves, tree by
-// tree, left to right) and "rows_<k>" (tree k's rows of the leaf states).
-void AddLeafFeeds(const Batch& batch, PreparedBatch* out) {
+// tree, left to right) and, with `per_tree_rows`, "rows_<k>" (tree k's rows
+// of the leaf states).
+void AddLeafFeeds(const Batch& batch, PreparedBatch* out, bool per_tree_rows) {
   std::vector<int64_t> words;
   for (size_t k = 0; k < batch.size(); ++k) {
     std::vector<int64_t> rows;
@@ -216,7 +217,7 @@ void AddLeafFeeds(const Batch& batch, PreparedBatch* out) {
       rows.push_back(static_cast<int64_t>(words.size()));
       words.push_back(n.word);
     }
-    out->feeds.emplace_back(absl::StrCat("rows_", k), tdf::Tensor::Vector<int64_t>(rows));
+    if (per_tree_rows) out->feeds.emplace_back(absl::StrCat("rows_", k), tdf::Tensor::Vector<int64_t>(rows));
   }
   out->feeds.emplace_back("words", tdf::Tensor::Vector<int64_t>(words));
 }
@@ -250,27 +251,30 @@ class SessionModel : public Model {
     TDF_RETURN_IF_ERROR(CheckBatch(batch, batch_size_, config_));
     PreparedBatch out;
     out.trees = batch;
-    AddLeafFeeds(batch, &out);
-    if (impl_ == Impl::kRecursion || impl_ == Impl::kBatchedRecursion) {
-      // "tree" [N, 3]: per node of the batch (tree by tree, post-order) its
-      // children's global indices and its row in its tree's leaf states (-1
-      // where not applicable); "root_<k>" the global index of tree k's root.
+    const bool recursion = impl_ == Impl::kRecursion || impl_ == Impl::kBatchedRecursion;
+    AddLeafFeeds(batch, &out, /*per_tree_rows=*/!recursion);
+    if (recursion) {
+      // "tree" [N, 4]: per node of the batch (tree by tree, post-order) its
+      // children's global indices, its global row in the leaf states P (all
+      // leaves of the batch, in AddLeafFeeds' order; -1 where not
+      // applicable) and its class; "root_<k>" the global index of tree k's
+      // root; "leaf_labels" [leaves, 5] the leaves' one-hot classes in P's order.
       std::vector<int64_t> tree;
-      std::vector<int> labels;
-      int64_t offset = 0;
+      std::vector<int> leaf_labels;
+      int64_t offset = 0, leaf = 0;
       for (size_t k = 0; k < batch.size(); ++k) {
-        int64_t leaf = 0;
         for (const TreeNode& n : batch[k]->nodes) {
           tree.push_back(n.is_leaf() ? -1 : offset + n.left);
           tree.push_back(n.is_leaf() ? -1 : offset + n.right);
           tree.push_back(n.is_leaf() ? leaf++ : -1);
-          labels.push_back(n.label);
+          tree.push_back(n.label);
+          if (n.is_leaf()) leaf_labels.push_back(n.label);
         }
         offset += batch[k]->num_nodes();
         out.feeds.emplace_back(absl::StrCat("root_", k), Tensor::Scalar<int64_t>(offset - 1));
       }
-      out.feeds.emplace_back("tree", Int64Matrix(tree, 3));
-      out.feeds.emplace_back("labels", OneHot(config_.dtype, labels));
+      out.feeds.emplace_back("tree", Int64Matrix(tree, 4));
+      out.feeds.emplace_back("leaf_labels", OneHot(config_.dtype, leaf_labels));
     } else {
       // Per tree k, the loop's state H_k holds the leaves (rows 0..L-1, left
       // to right) then the internal nodes in post-order; "children_<k>" [I, 2]
@@ -322,30 +326,45 @@ class SessionModel : public Model {
   std::vector<std::string> fetches_, targets_;
 };
 
-// node(i, tree, P, W, b) -> (h [1, H], H [subtree nodes, H]).
+// node(i, tree, P, Wb, Wcb) -> (h [1, H], loss [1]): the node's hidden state
+// and the summed cross-entropy of the internal nodes of its subtree. Wb is
+// [W; b] and Wcb [Wc; bc]^T (a bias as the weight of a constant 1 column: one
+// product, one argument, one gradient with the weight's). Every internal node does the same fixed-size work (the same
+// shapes in every invocation, so that batching can fire it once for many
+// nodes), and nothing copies a subtree: a node adds its children's losses
+// instead of concatenating their states. The leaves' classifier runs in the
+// main graph, over all leaves at once.
 absl::Status DefineNodeFunction(GraphBuilder& b, const ModelConfig& c) {
   const DType T = c.dtype;
-  const int64_t H = c.hidden;
+  std::vector<double> eye(kC * kC, 0.0);
+  for (int k = 0; k < kC; ++k) eye[k * kC + k] = 1.0;
+  const Tensor one_hot = FromDoubles(T, Shape({kC, 1, kC}), eye);  // class k -> its one-hot [1, 5] row
+  const Tensor one = FromDoubles(T, Shape({1, 1}), {1.0});
+  const Tensor no_loss = FromDoubles(T, Shape({1}), {0.0});
   return b.DefineFunction(
       {"node",
-       {{"i", DType::kInt64}, {"tree", DType::kInt64}, {"P", T}, {"W", T}, {"b", T}},
-       {{"h", T}, {"states", T}}},
-      [H](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
-        Output i = a[0], tree = a[1], P = a[2], W = a[3], bias = a[4];
-        Output row = f.Gather(tree, i);  // [left, right, leaf row]
+       {{"i", DType::kInt64}, {"tree", DType::kInt64}, {"P", T}, {"Wb", T}, {"Wcb", T}},
+       {{"h", T}, {"loss", T}}},
+      [&](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        Output i = a[0], tree = a[1], P = a[2], Wb = a[3], Wcb = a[4];
+        Output row = f.Gather(tree, i);  // [left, right, leaf row, class]
         Output left = f.Gather(row, f.Const<int64_t>(0));
         return f.Cond(
             f.Less(left, f.Const<int64_t>(0)),
             [&] {
-              Output h = f.Reshape(f.Gather(P, f.Gather(row, f.Const<int64_t>(2))), {1, H});
-              return std::vector<Output>{h, h};
+              // [leaf row] as a vector of one index reads P's row as [1, H].
+              Output h = f.Gather(P, f.Slice(row, {2}, {1}));
+              return std::vector<Output>{h, f.Const(no_loss)};
             },
             [&] {
               Output right = f.Gather(row, f.Const<int64_t>(1));
-              std::vector<Output> l = f.Call("node", {left, tree, P, W, bias});
-              std::vector<Output> r = f.Call("node", {right, tree, P, W, bias});
-              Output h = f.Tanh(f.Add(f.MatMul(f.Concat({l[0], r[0]}, 1), W), bias));
-              return std::vector<Output>{h, f.Concat({l[1], r[1], h}, 0)};
+              std::vector<Output> l = f.Call("node", {left, tree, P, Wb, Wcb});
+              std::vector<Output> r = f.Call("node", {right, tree, P, Wb, Wcb});
+              Output h = f.Tanh(f.MatMul(f.Concat({l[0], r[0], f.Const(one)}, 1), Wb));
+              Output logits = f.MatMul(f.Concat({h, f.Const(one)}, 1), Wcb, false, true);  // [1, 5]
+              Output label = f.Gather(f.Const(one_hot), f.Gather(row, f.Const<int64_t>(3)));
+              Output xent = f.Op("SoftmaxCrossEntropy", {logits, label});  // [1]
+              return std::vector<Output>{h, f.AddN({xent, l[1], r[1]})};
             });
       });
 }
@@ -355,15 +374,22 @@ absl::StatusOr<std::unique_ptr<Model>> CreateRecursion(const ModelConfig& c, con
   GraphBuilder b;
   TDF_RETURN_IF_ERROR(DefineNodeFunction(b, c));
   Vars v = AddVariables(b, init);
+  // The leaves of all trees: their states and their classifier, one product each.
   Output P = LeafStates(b, v, b.Placeholder("words", DType::kInt64));
+  Output leaf_logits = b.Add(b.MatMul(P, v.read[kWc]), v.read[kBc]);
+  Output leaf_xent = b.Op("SoftmaxCrossEntropy", {leaf_logits, b.Placeholder("leaf_labels", c.dtype)});
   Output tree = b.Placeholder("tree", DType::kInt64);
-  std::vector<Output> states;
+  // Wcb goes in transposed ([5, H + 1], used as x Wcb^T): autodiff then sums
+  // its small gradient densely per node ([H + 1, 5], one MatMulAdd) instead
+  // of as outer-product rows, which at 5 columns would be compacted (a dense
+  // sum and 5 rows) at nearly every node.
+  Output Wb = b.Concat({v.read[kW], v.read[kB]}, 0), Wcb = b.Transpose(b.Concat({v.read[kWc], v.read[kBc]}, 0));
+  std::vector<Output> losses{leaf_xent};
   for (int k = 0; k < batch_size; ++k) {
-    Output Pk = b.Gather(P, b.Placeholder(absl::StrCat("rows_", k), DType::kInt64));
     Output root = b.Placeholder(absl::StrCat("root_", k), DType::kInt64);
-    states.push_back(b.Call("node", {root, tree, Pk, v.read[kW], v.read[kB]})[1]);
+    losses.push_back(b.Call("node", {root, tree, P, Wb, Wcb})[1]);
   }
-  AddLoss(b, v, b.Concat(states, 0), b.Placeholder("labels", c.dtype), batch_size, c.dtype);
+  b.Identity(b.Mul(b.Sum(b.Concat(losses, 0)), b.Const(ScalarOf(c.dtype, 1.0 / batch_size))), "loss");
   TDF_ASSIGN_OR_RETURN(Compiled compiled, Compile(b, v, c, training, workers, batching));
   return std::unique_ptr<Model>(new SessionModel(batching ? Impl::kBatchedRecursion : Impl::kRecursion, c, batch_size,
                                                  std::move(compiled)));

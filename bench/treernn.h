@@ -16,15 +16,24 @@
 //
 // The tdf implementations, each through the public API (tdf/builder.h,
 // tdf/autodiff.h, tdf/session.h); all three share the same leaf layer
-// (one Gather of the batch's words from E, one MatMul) and classifier (one
-// MatMul over all the hidden states, one SoftmaxCrossEntropy):
-//   kRecursion  a recursive tdf function node(i, tree, P, W, b) -> (h, H) over
-//               the node index; it reads the node's children and leaf row from
-//               the int tensor `tree` (fed per run) with Gather, and returns its
-//               hidden state h and the states H of its subtree in post-order
-//               (Concat of the children's H and h). A batch of B trees is B
-//               root calls in the main graph, one per tree, that run
-//               concurrently.
+// (one Gather of the batch's words from E, one MatMul); the iteration and
+// unrolled models also share the classifier (one MatMul over all the hidden
+// states, one SoftmaxCrossEntropy):
+//   kRecursion  a recursive tdf function node(i, tree, P, Wb, Wcb) -> (h, loss)
+//               over the node index; it reads the node's row of the int
+//               tensor `tree` (fed per run: children, leaf row, class) with
+//               Gather. A leaf returns its row of P (the leaf states of the
+//               whole batch) and no loss; an internal node computes h from
+//               its children's, its own classifier and cross-entropy, and
+//               returns h and the summed cross-entropy of the internal nodes
+//               of its subtree. Wb = [W; b] and Wcb = [Wc; bc]^T, the biases
+//               as the weights of a constant 1 column (Wcb transposed, so
+//               that its gradient is summed densely). The main graph adds
+//               the leaves' cross-entropy (one MatMul over P, one
+//               SoftmaxCrossEntropy). A batch of B trees is B root calls in
+//               the main graph, one per tree, that run concurrently. Every
+//               internal node does the same fixed-size work and no node
+//               copies its subtree.
 //   kIteration  per tree a While loop over the internal nodes in post-order:
 //               the state H starts as the tree's leaf states and grows by one
 //               row per iteration (Concat); children are read with Gather.

@@ -411,7 +411,20 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
     if (!IsFloat(e.TypeOf(Key(r.node, r.port)))) return;
     grads[Key(r.node, r.port)].push_back(g);
   };
+  // Rows that outermost calls return for an x, per kind: concatenated and
+  // made dense once when x's gradient is summed (one GEMM or one scatter for
+  // all calls, e.g. every tree of a batch, not a dense tensor per call). A
+  // plain Concat: rows stay rows, where ConcatOp would compact a long sum
+  // into min(K, N) rows, a GEMM of its own.
+  std::map<std::string, std::map<RowsKind, std::vector<std::string>>> outer_rows;
   auto total = [&](const std::string& key) {
+    if (auto o = outer_rows.find(key); o != outer_rows.end()) {
+      for (auto& [kind, parts] : o->second) {
+        const std::string r = parts.size() == 1 ? parts[0] : e.Op("Concat", parts, {{"axis", int64_t{0}}});
+        grads[key].push_back(e.Op(DenseOp(kind), {r, key}));
+      }
+      outer_rows.erase(o);
+    }
     auto it = grads.find(key);
     if (it == grads.end() || it->second.empty()) return std::string();
     std::string s = e.Sum(it->second);
@@ -531,7 +544,11 @@ absl::StatusOr<std::vector<std::string>> Differentiator::Backprop(std::vector<No
         if (s != stream.end() && s->second->arg == fin[k] && s->second->ext == ext && s->second->kind == kind) {
           rows[w].push_back(dx);  // a recursive call's rows join this invocation's
         } else if (fwd[index[ins[i][fin[k]].node]]) {
-          add_grad(i, fin[k], e.Op(DenseOp(kind), {dx, w}));  // the outermost call forms the sum
+          if (s != stream.end() || !IsFloat(e.TypeOf(w))) {
+            add_grad(i, fin[k], e.Op(DenseOp(kind), {dx, w}));  // add_grad tells why not
+          } else {
+            outer_rows[w][kind].push_back(dx);  // the outermost calls form the sum (total)
+          }
         }
       }
     } else {

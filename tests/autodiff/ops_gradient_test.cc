@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "autodiff_test_util.h"
 #include "gtest/gtest.h"
 #include "tdf/builder.h"
@@ -337,6 +338,60 @@ TEST(OpGradients, RecursiveTableGradientIsIndexedRows) {
     auto r = CheckGradients(*g, "loss", {"t"},
                             {{"t", Random(Shape({4, 2, 3}), 4, -0.8, 0.8)}, {"n", Tensor::Scalar<int64_t>(n)}});
     EXPECT_TRUE(r.ok()) << "n=" << n << ": " << r.status();
+  }
+}
+
+// Several outermost calls of one recursive function that share a weight and
+// a table (a batch of trees): their rows are concatenated, and each dense
+// gradient is formed once for all calls (one OuterRowsSum, one
+// IndexedRowsSum), not once per call and summed. With more rows than
+// min(K, N) in all (n up to 5 in three calls of a [3, 3] weight), a plain
+// Concat keeps every row. Calls with n = 0 add no rows.
+TEST(OpGradients, OutermostCallsShareOneDenseSum) {
+  // f(i, h, W, t) = i == 0 ? h : f(i - 1, tanh(h W + t[i % 4]), W, t);
+  // loss = sum_k sum(f(n_k, h_k, W, t) * c_k) over three calls.
+  GraphBuilder b;
+  absl::Status s = b.DefineFunction(
+      {"f",
+       {{"i", DType::kInt64}, {"h", DType::kFloat64}, {"W", DType::kFloat64}, {"t", DType::kFloat64}},
+       {{"y", DType::kFloat64}}},
+      [](GraphBuilder& f, const std::vector<Output>& a) -> std::vector<Output> {
+        Output i = a[0], h = a[1], W = a[2], t = a[3];
+        return f.Cond(
+            f.Equal(i, f.Const<int64_t>(0)), [&] { return std::vector<Output>{h}; },
+            [&] {
+              Output row = f.Gather(t, f.Reshape(f.Op("Mod", {i, f.Const<int64_t>(4)}), {1}));  // [1, 3]
+              Output next = f.Tanh(f.Add(f.MatMul(h, W), row));
+              return std::vector<Output>{f.Call("f", {f.Sub(i, f.Const<int64_t>(1)), next, W, t})[0]};
+            });
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  Output W = b.Placeholder("W", DType::kFloat64), t = b.Placeholder("t", DType::kFloat64);
+  std::vector<Output> terms;
+  for (int k = 0; k < 3; ++k) {
+    Output y = b.Call("f", {b.Placeholder(absl::StrCat("n", k), DType::kInt64),
+                            b.Placeholder(absl::StrCat("h", k), DType::kFloat64), W, t})[0];
+    terms.push_back(b.Sum(b.Mul(y, b.Const(Random(Shape({1, 3}), 20 + k)))));
+  }
+  b.Identity(b.AddN(terms), "loss");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status();
+  Graph grad = *g;
+  ASSERT_TRUE(AddGradients(grad, {"loss"}, {"W", "t", "h0"}).ok());
+  std::map<std::string, int> main_ops;
+  for (const NodeDef& n : grad.node) ++main_ops[n.op];
+  EXPECT_EQ(main_ops["OuterRowsSum"], 1);
+  EXPECT_EQ(main_ops["IndexedRowsSum"], 1);
+  EXPECT_EQ(main_ops["OuterRowsConcat"], 0);
+  EXPECT_EQ(main_ops["IndexedRowsConcat"], 0);
+  for (const std::vector<int64_t>& n : std::vector<std::vector<int64_t>>{{0, 0, 0}, {1, 0, 2}, {5, 4, 5}}) {
+    Feeds feeds = {{"W", Random(Shape({3, 3}), 6, -0.9, 0.9)}, {"t", Random(Shape({4, 3}), 7, -0.8, 0.8)}};
+    for (int k = 0; k < 3; ++k) {
+      feeds.push_back({absl::StrCat("n", k), Tensor::Scalar<int64_t>(n[k])});
+      feeds.push_back({absl::StrCat("h", k), Random(Shape({1, 3}), 30 + k)});
+    }
+    auto r = CheckGradients(*g, "loss", {"W", "t", "h0"}, feeds);
+    EXPECT_TRUE(r.ok()) << "n=" << n[0] << "," << n[1] << "," << n[2] << ": " << r.status();
   }
 }
 
