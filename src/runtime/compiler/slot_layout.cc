@@ -35,16 +35,26 @@ void Compiler::CompactSlots() {
     if (Info(n).dead_data_ports != 0)
       for (const auto& frontier : Info(n).lists->dead_data_frontier)
         for (const OutEdge& e : frontier) targeted[e.dst] = 1;
-  std::vector<std::vector<int32_t>> new_slot(exe_->blocks.size());
+  // Every block's slot map in one vector (block b's at slot_begin[b]),
+  // and the per-block flags in buffers reused across blocks: a static
+  // graph has a block per function, and vectors per block were most of
+  // this step's allocations (10^4 functions: 10^5 of them).
+  std::vector<size_t> slot_begin(exe_->blocks.size() + 1, 0);
+  for (const ExecBlock& blk : exe_->blocks) slot_begin[blk.id + 1] = blk.num_slots;
+  for (size_t b = 0; b < exe_->blocks.size(); ++b) slot_begin[b + 1] += slot_begin[b];
+  std::vector<int32_t> new_slot(slot_begin.back(), -1);
+  std::vector<uint8_t> is_prefilled, has_prefilled;
+  std::vector<std::pair<int32_t, Tensor>> prefilled;
   for (ExecBlock& blk : exe_->blocks) {
-    std::vector<int32_t>& map = new_slot[blk.id];
-    map.assign(blk.num_slots, -1);
-    std::vector<uint8_t> is_prefilled(blk.num_slots, 0);
-    for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
-    std::vector<uint8_t> has_prefilled(blk.nodes.size(), 0);
-    for (size_t i = 0; i < blk.nodes.size(); ++i) {
-      const NodeBuild& n = nodes[blk.nodes[i]];
-      for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+    int32_t* map = new_slot.data() + slot_begin[blk.id];
+    has_prefilled.assign(blk.nodes.size(), 0);
+    if (!blk.prefilled.empty()) {
+      is_prefilled.assign(blk.num_slots, 0);
+      for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
+      for (size_t i = 0; i < blk.nodes.size(); ++i) {
+        const NodeBuild& n = nodes[blk.nodes[i]];
+        for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+      }
     }
     // Nodes with a folded constant first: a reused frame restores its
     // constants with the counters, in one copy (Worker::NewFrame).
@@ -61,12 +71,14 @@ void Compiler::CompactSlots() {
       if (pass == 0) blk.prefilled_slots_end = next;
     }
     blk.num_slots = next;
-    std::vector<std::pair<int32_t, Tensor>> prefilled;
+    if (blk.prefilled.empty()) continue;
+    prefilled.clear();
     for (auto& [slot, value] : blk.prefilled)
       if (map[slot] >= 0) prefilled.push_back({map[slot], std::move(value)});
-    blk.prefilled = std::move(prefilled);
+    // Kept in place, at their size: the scratch keeps its capacity.
+    blk.prefilled.assign(std::make_move_iterator(prefilled.begin()), std::make_move_iterator(prefilled.end()));
   }
-  auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
+  auto remap = [&](int32_t node, int32_t slot) { return new_slot[slot_begin[nodes[node].block] + slot]; };
   for (NodeBuild& n : nodes) {
     for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
     if (Info(n).lists != nullptr) {
