@@ -129,7 +129,30 @@ const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
   return &it->second;
 }
 
+void Compiler::IndexCallAttrs() {
+  call_attrs_of_.assign(nodes_.size(), -1);
+  call_attrs_.clear();
+  for (const NodeBuild& n : nodes_) {
+    if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
+    const NodeDef& def = *Info(n).def;
+    CallAttrs a;
+    a.callee = CalleeOf(def);
+    auto it = function_blocks_.find(a.callee);
+    a.callee_block = it == function_blocks_.end() ? -1 : it->second;
+    a.index = def.GetIntOr(n.kind == NodeKind::kCall ? "arg_index" : "result_index", -1);
+    call_attrs_of_[n.id] = static_cast<int32_t>(call_attrs_.size());
+    call_attrs_.push_back(a);
+  }
+}
+
+int32_t Compiler::CalleeBlock(int32_t id) const {
+  if (const CallAttrs* a = CallAttrsOf(id)) return a->callee_block;
+  auto it = function_blocks_.find(CalleeOf(*Info(id).def));
+  return it == function_blocks_.end() ? -1 : it->second;
+}
+
 absl::Status Compiler::Link() {
+  IndexCallAttrs();
   // A call site's label indexes per-site tables: no more sites than Calls
   // and Returns, or a hostile call_site would size them.
   for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
@@ -142,7 +165,7 @@ absl::Status Compiler::Link() {
   // callee; one that feeds none would start invocations whose argument
   // never arrives (and whose frames the run could not reclaim).
   for (const NodeBuild& call : nodes_) {
-    if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
+    if (call.kind != NodeKind::kCall || ArgIndex(call.id) < 0) continue;
     int calls = 0;
     for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
     // In a partition, a Call (or its replica) whose argument's consumers
@@ -163,13 +186,13 @@ absl::Status Compiler::Link() {
     base::FlatHashMap<absl::string_view, std::vector<int32_t>> merges_of;          // function -> its merges
     for (const NodeBuild& call : nodes_) {
       if (call.kind != NodeKind::kCall) continue;  // before the attribute lookup: most nodes are not Calls
-      const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
+      const int64_t arg = ArgIndex(call.id);
       if (arg < 0) continue;
       for (const OutEdge& e : call.edges) {
         if (e.kind != EdgeKind::kCall) continue;
         auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
         if (first) {
-          merges_of[CalleeOf(*Info(call).def)].push_back(e.dst);
+          merges_of[Callee(call.id)].push_back(e.dst);
         } else if (it->second.first != arg) {
           return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
@@ -197,7 +220,7 @@ absl::Status Compiler::Link() {
   base::FlatHashMap<std::pair<absl::string_view, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const std::pair<absl::string_view, int32_t> key{CalleeOf(*Info(n).def), Info(n).label};
+    const std::pair<absl::string_view, int32_t> key{Callee(n.id), Info(n).label};
     auto [it, inserted] = site_block.try_emplace(key, n.block);
     if (!inserted && it->second != n.block)
       return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
@@ -472,10 +495,7 @@ absl::Status Compiler::CheckCrossing(const NodeBuild& c, const NodeBuild& p, Edg
                      absl::StrCat("input '", def.input[j], "' (node '", Info(p).def->name, "', ", Info(p).def->op,
                                   "): ", why));
   };
-  auto callee = [&](const NodeBuild& n) {
-    auto it = function_blocks_.find(CalleeOf(*Info(n).def));
-    return it == function_blocks_.end() ? -1 : it->second;
-  };
+  auto callee = [&](const NodeBuild& n) { return CalleeBlock(n.id); };
   switch (kind) {
     case EdgeKind::kLocal:
     case EdgeKind::kNextIter:
