@@ -133,16 +133,20 @@ class Compiler {
   void BuildDeadDataFrontiers();  // dead_branches.cc
   const std::vector<std::pair<int32_t, int64_t>>& ArgMerges(absl::string_view fn);  // call_sites.cc
   // The attributes of Calls and Returns that the linking steps read, read
-  // once per node (IndexCallAttrs, at the start of Link): looked up in each
-  // node's attribute tree by every step, they were scattered reads of the
-  // whole graph's NodeDefs, most of them cache misses (10^5 functions: 4%
-  // of Create in FindAttr).
+  // once per node, by AddUnit (which has just read the node's attributes
+  // for its types): looked up in each node's attribute tree by every step,
+  // they were scattered reads of the whole graph's NodeDefs, most of them
+  // cache misses (10^5 functions: 4% of Create in FindAttr).
   struct CallAttrs {
     absl::string_view callee;   // CalleeOf
-    int32_t callee_block = -1;  // the callee's function block; -1: none
+    int32_t callee_block = -1;  // the callee's function block; -1: none; kUnresolved: not known yet
     int64_t index = -1;         // a Call's arg_index, a Return's result_index (GetIntOr(..., -1))
+    int64_t call_site = -1;     // valid if has_call_site (else GetInt("call_site") gives the error)
+    bool has_call_site = false;
   };
-  void IndexCallAttrs();  // units.cc
+  static constexpr int32_t kUnresolved = -2;
+  void NoteCallAttrs(const NodeBuild& n, const NodeDef& def);  // units.cc; AddUnit, per node
+  void ResolveCallees();  // units.cc; Link: the callees of units added before theirs
   const CallAttrs* CallAttrsOf(int32_t id) const {
     const int32_t k = id < static_cast<int32_t>(call_attrs_of_.size()) ? call_attrs_of_[id] : -1;
     return k >= 0 ? &call_attrs_[k] : nullptr;

@@ -72,6 +72,7 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   // (10^4 functions: gigabytes).
   GrowFor(nodes_, nodes.size());
   GrowFor(exe_->info, nodes.size());
+  GrowFor(call_attrs_of_, nodes.size());
   unit.ids.reserve(nodes.size());
   std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -83,6 +84,7 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     n.id = static_cast<int32_t>(nodes_.size());
     exe_->info.emplace_back().def = &def;
     n.kind = op->kind;
+    NoteCallAttrs(n, def);
     n.block = block_map[fi.block_of_node[i]];
     ExecBlock& blk = exe_->blocks[n.block];
     n.index = static_cast<int32_t>(blk.nodes.size());
@@ -129,19 +131,32 @@ const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
   return &it->second;
 }
 
-void Compiler::IndexCallAttrs() {
-  call_attrs_of_.assign(nodes_.size(), -1);
-  call_attrs_.clear();
-  for (const NodeBuild& n : nodes_) {
-    if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const NodeDef& def = *Info(n).def;
-    CallAttrs a;
-    a.callee = CalleeOf(def);
+void Compiler::NoteCallAttrs(const NodeBuild& n, const NodeDef& def) {
+  if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) {
+    call_attrs_of_.push_back(-1);
+    return;
+  }
+  CallAttrs a;
+  a.callee = CalleeOf(def);
+  auto it = function_blocks_.find(a.callee);
+  a.callee_block = it == function_blocks_.end() ? kUnresolved : it->second;
+  a.index = def.GetIntOr(n.kind == NodeKind::kCall ? "arg_index" : "result_index", -1);
+  const AttrValue* site = def.FindAttr("call_site");
+  if (const int64_t* v = site != nullptr ? site->get_if<int64_t>() : nullptr) {
+    a.call_site = *v;
+    a.has_call_site = true;
+  }
+  call_attrs_of_.push_back(static_cast<int32_t>(call_attrs_.size()));
+  call_attrs_.push_back(a);
+}
+
+void Compiler::ResolveCallees() {
+  // Dynamic mode adds a unit per function: a body's Calls may name
+  // functions whose blocks came later.
+  for (CallAttrs& a : call_attrs_) {
+    if (a.callee_block != kUnresolved) continue;
     auto it = function_blocks_.find(a.callee);
     a.callee_block = it == function_blocks_.end() ? -1 : it->second;
-    a.index = def.GetIntOr(n.kind == NodeKind::kCall ? "arg_index" : "result_index", -1);
-    call_attrs_of_[n.id] = static_cast<int32_t>(call_attrs_.size());
-    call_attrs_.push_back(a);
   }
 }
 
@@ -152,7 +167,7 @@ int32_t Compiler::CalleeBlock(int32_t id) const {
 }
 
 absl::Status Compiler::Link() {
-  IndexCallAttrs();
+  ResolveCallees();
   // A call site's label indexes per-site tables: no more sites than Calls
   // and Returns, or a hostile call_site would size them.
   for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
@@ -385,7 +400,11 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
       }
       case NodeKind::kCall:
       case NodeKind::kReturn: {
-        TDF_ASSIGN_OR_RETURN(int64_t site, def.GetInt("call_site"));
+        const CallAttrs* attrs = CallAttrsOf(n.id);
+        int64_t site = attrs != nullptr && attrs->has_call_site ? attrs->call_site : -1;
+        if (attrs == nullptr || !attrs->has_call_site) {
+          TDF_ASSIGN_OR_RETURN(site, def.GetInt("call_site"));
+        }
         if (site < 0 || site >= num_call_return_nodes_)
           return NodeError(def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("call_site ", site, " out of range: the graph has ", num_call_return_nodes_,
