@@ -98,6 +98,9 @@ class Compiler {
                        NodeIndex* index = nullptr);  // units.cc
   absl::Status Link();  // units.cc
   std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
+  // Whether some node added names a device or is a CopyToDevice (most
+  // graphs: none, and Compile's scan of every NodeDef is skipped).
+  bool may_name_devices() const { return may_name_devices_; }
   NodeIndex TakeMainIndex() { return std::move(units_.front().index); }
 
  private:
@@ -167,6 +170,7 @@ class Compiler {
     return a != nullptr && nodes_[id].kind == NodeKind::kReturn ? a->index
                                                                 : Info(id).def->GetIntOr("result_index", -1);
   }
+  bool may_name_devices_ = false;
   std::vector<int32_t> call_attrs_of_;  // by node id: its entry in call_attrs_, or -1
   std::vector<CallAttrs> call_attrs_;
   // The Calls and Returns of call site (block, label, function), each in

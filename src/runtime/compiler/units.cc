@@ -85,6 +85,8 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     exe_->info.emplace_back().def = &def;
     n.kind = op->kind;
     NoteCallAttrs(n, def);
+    // Compile's device scan reads only such nodes' NodeDefs.
+    may_name_devices_ |= !def.device.empty() || absl::string_view(def.op) == "CopyToDevice";
     n.block = block_map[fi.block_of_node[i]];
     ExecBlock& blk = exe_->blocks[n.block];
     n.index = static_cast<int32_t>(blk.nodes.size());
