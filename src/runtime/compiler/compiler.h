@@ -171,6 +171,7 @@ class Compiler {
                                                                 : Info(id).def->GetIntOr("result_index", -1);
   }
   bool may_name_devices_ = false;
+  bool any_invariant_input_ = false;  // some node's NodeLists::invariant_input is set (LinkUnit)
   std::vector<int32_t> call_attrs_of_;  // by node id: its entry in call_attrs_, or -1
   std::vector<CallAttrs> call_attrs_;
   // The Calls and Returns of call site (block, label, function), each in

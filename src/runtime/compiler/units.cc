@@ -262,7 +262,10 @@ absl::Status Compiler::Link() {
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
   TDF_RETURN_IF_ERROR(LinkRemoteLoops());
   for (NodeBuild& n : nodes_) {
-    for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
+    // Only LinkUnit makes the list: without a constant Enter, no node's
+    // NodeInfo (a cache miss per node of a large graph) is read for it.
+    if (any_invariant_input_)
+      for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
     for (OutEdge& e : n.edges) {
       const NodeBuild& d = nodes_[e.dst];
       e.dst_index = d.index;
@@ -476,6 +479,7 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
           // Only nodes that read an invariant have the list (ExecNode::has_invariants).
           std::vector<int16_t>& invariant_input = Info(c).mutable_lists().invariant_input;
           if (invariant_input.empty()) invariant_input.assign(c.num_inputs, -1);
+          any_invariant_input_ = true;
           invariant_input[j] = static_cast<int16_t>(Info(p).io_index);
           counts = false;
         }
