@@ -51,9 +51,12 @@ void Compiler::CompactSlots() {
   for (size_t b = 0; b < exe_->blocks.size(); ++b) slot_begin[b + 1] += slot_begin[b];
   std::vector<int32_t> new_slot(slot_begin.back(), -1);
   // Per node, where its block's map starts: remapping an edge reads this
-  // dense array instead of the destination's NodeBuild.
-  std::vector<uint32_t> map_of_node(nodes.size());
-  for (const NodeBuild& n : nodes) map_of_node[n.id] = static_cast<uint32_t>(slot_begin[n.block]);
+  // dense array instead of the destination's NodeBuild. A graph of one
+  // block (a large call-free one) needs none: not held at its peak.
+  const bool one_block = exe_->blocks.size() == 1;
+  std::vector<uint32_t> map_of_node(one_block ? 0 : nodes.size());
+  if (!one_block)
+    for (const NodeBuild& n : nodes) map_of_node[n.id] = static_cast<uint32_t>(slot_begin[n.block]);
   std::vector<uint8_t> is_prefilled, has_prefilled;
   std::vector<std::pair<int32_t, Tensor>> prefilled;
   for (ExecBlock& blk : exe_->blocks) {
@@ -90,7 +93,7 @@ void Compiler::CompactSlots() {
     // Kept in place, at their size: the scratch keeps its capacity.
     blk.prefilled.assign(std::make_move_iterator(prefilled.begin()), std::make_move_iterator(prefilled.end()));
   }
-  auto remap = [&](int32_t node, int32_t slot) { return new_slot[map_of_node[node] + slot]; };
+  auto remap = [&](int32_t node, int32_t slot) { return new_slot[(one_block ? 0 : map_of_node[node]) + slot]; };
   for (NodeBuild& n : nodes) {
     for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
     if (!(flags[n.id] & kLists)) continue;

@@ -72,7 +72,7 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   // (10^4 functions: gigabytes).
   GrowFor(nodes_, nodes.size());
   GrowFor(exe_->info, nodes.size());
-  GrowFor(call_attrs_of_, nodes.size());
+  if (!call_attrs_of_.empty()) GrowFor(call_attrs_of_, nodes.size());
   unit.ids.reserve(nodes.size());
   std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -134,9 +134,15 @@ const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
 }
 
 void Compiler::NoteCallAttrs(const NodeBuild& n, const NodeDef& def) {
+  // Made at the first Call or Return: a graph without calls (the large
+  // unrolled ones) gets no table, and the lookups' fallback serves.
   if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) {
-    call_attrs_of_.push_back(-1);
+    if (!call_attrs_of_.empty()) call_attrs_of_.push_back(-1);
     return;
+  }
+  if (call_attrs_of_.empty()) {
+    call_attrs_of_.reserve(nodes_.capacity());
+    call_attrs_of_.assign(n.id, -1);
   }
   CallAttrs a;
   a.callee = CalleeOf(def);
@@ -372,6 +378,9 @@ absl::Status Compiler::Link() {
                                             e.dst_slot == d.slot_base + 1 && e.dst_mode == DstMode::kCounted);
     }
   }
+  // Read by the steps above only: not held at Compile's peak that follows.
+  std::vector<int32_t>().swap(call_attrs_of_);
+  std::vector<CallAttrs>().swap(call_attrs_);
   return absl::OkStatus();
 }
 
