@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, NodeIndex*
     }
   }
   TDF_RETURN_IF_ERROR(compiler.Link());
+  const bool may_name_devices = compiler.may_name_devices();
   exe->main_index = compiler.TakeMainIndex();
   std::vector<NodeBuild> nodes = compiler.TakeNodes();
   size_t total_edges = 0;
@@ -104,7 +105,10 @@ absl::StatusOr<std::unique_ptr<ExecutableGraph>> Compile(Graph graph, NodeIndex*
     if (d.ok() && !d->is_cpu() && std::find(exe->gpu_devices.begin(), exe->gpu_devices.end(), *d) == exe->gpu_devices.end())
       exe->gpu_devices.push_back(*d);
   };
+  // Only where some node names one: the scan read every node's NodeDef,
+  // one more pass of cache misses over a large graph.
   for (const NodeInfo& info : exe->info) {
+    if (!may_name_devices) break;
     if (info.def == nullptr) continue;
     note_device(info.def->device);
     if (absl::string_view(info.def->op) == "CopyToDevice") {  // length first, inline

@@ -50,7 +50,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         blk.exits.push_back(id);
         break;
       case NodeKind::kCall: {
-        const absl::string_view fn = CalleeOf(def);
+        const absl::string_view fn = Callee(id);
         if (fn.empty()) TDF_RETURN_IF_ERROR(def.GetString("function").status());
         auto fit = function_blocks_.find(fn);
         if (fit == function_blocks_.end())
@@ -111,7 +111,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
         // (A site has at most 64 Calls: a vector, not a std::set per Call.)
         std::vector<int64_t> supplied;
         supplied.reserve(site.calls.size());
-        for (int32_t other : site.calls) supplied.push_back(Info(other).def->GetIntOr("arg_index", -1));
+        for (int32_t other : site.calls) supplied.push_back(ArgIndex(other));
         for (const auto& [merge, arg] : ArgMerges(fn)) {
           if (std::find(supplied.begin(), supplied.end(), arg) == supplied.end())
             Info(n).mutable_lists().missing_arg_merges.push_back({merge, nodes[merge].slot_base});
@@ -193,7 +193,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
       for (int32_t k = 0; k < static_cast<int32_t>(n.edges.size()); ++k) {
         const OutEdge& e = n.edges[k];
         if (e.kind != EdgeKind::kReturn) continue;
-        Info(n).result_index = static_cast<int32_t>(Info(nodes[e.dst]).def->GetIntOr("result_index", -1));
+        Info(n).result_index = static_cast<int32_t>(ResultIndex(e.dst));
         auto& range = Info(n).return_edges_by_label[Info(nodes[e.dst]).label];
         if (range.first == range.second) range.first = k;
         range.second = k + 1;
@@ -211,7 +211,7 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
     int64_t first_arg = std::numeric_limits<int64_t>::max();
     uint64_t other = 0;
     for (int32_t c : calls) {
-      const int64_t arg = Info(nodes[c]).def->GetIntOr("arg_index", -1);
+      const int64_t arg = ArgIndex(c);
       if (arg < first_arg) {
         first_arg = arg;
         first = c;
@@ -241,11 +241,11 @@ const std::vector<std::pair<int32_t, int64_t>>& Compiler::ArgMerges(absl::string
     std::vector<uint8_t> seen(nodes_.size(), 0);
     for (const NodeBuild& c : nodes_) {
       if (c.kind != NodeKind::kCall) continue;
-      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[CalleeOf(*Info(c).def)];
+      std::vector<std::pair<int32_t, int64_t>>& out = arg_merges_[Callee(c.id)];
       for (const OutEdge& e : c.edges) {
         if (e.kind != EdgeKind::kCall || nodes_[e.dst].kind != NodeKind::kMerge || seen[e.dst]) continue;
         seen[e.dst] = 1;
-        out.push_back({e.dst, Info(c).def->GetIntOr("arg_index", -1)});
+        out.push_back({e.dst, ArgIndex(c.id)});
       }
     }
   }
@@ -259,7 +259,7 @@ const Compiler::SiteNodes& Compiler::Site(int32_t block, int32_t label, absl::st
     sites_built_ = true;
     for (const NodeBuild& o : nodes_) {  // by id: block order within each block
       if (o.kind != NodeKind::kCall && o.kind != NodeKind::kReturn) continue;
-      SiteNodes& site = sites_[{o.block, Info(o).label, CalleeOf(*Info(o).def)}];
+      SiteNodes& site = sites_[{o.block, Info(o).label, Callee(o.id)}];
       (o.kind == NodeKind::kCall ? site.calls : site.returns).push_back(o.id);
     }
   }

@@ -98,6 +98,9 @@ class Compiler {
                        NodeIndex* index = nullptr);  // units.cc
   absl::Status Link();  // units.cc
   std::vector<NodeBuild> TakeNodes() { return std::move(nodes_); }
+  // Whether some node added names a device or is a CopyToDevice (most
+  // graphs: none, and Compile's scan of every NodeDef is skipped).
+  bool may_name_devices() const { return may_name_devices_; }
   NodeIndex TakeMainIndex() { return std::move(units_.front().index); }
 
  private:
@@ -132,6 +135,45 @@ class Compiler {
   void CompactSlots();  // slot_layout.cc
   void BuildDeadDataFrontiers();  // dead_branches.cc
   const std::vector<std::pair<int32_t, int64_t>>& ArgMerges(absl::string_view fn);  // call_sites.cc
+  // The attributes of Calls and Returns that the linking steps read, read
+  // once per node, by AddUnit (which has just read the node's attributes
+  // for its types): looked up in each node's attribute tree by every step,
+  // they were scattered reads of the whole graph's NodeDefs, most of them
+  // cache misses (10^5 functions: 4% of Create in FindAttr).
+  struct CallAttrs {
+    absl::string_view callee;   // CalleeOf
+    int32_t callee_block = -1;  // the callee's function block; -1: none; kUnresolved: not known yet
+    int64_t index = -1;         // a Call's arg_index, a Return's result_index (GetIntOr(..., -1))
+    int64_t call_site = -1;     // valid if has_call_site (else GetInt("call_site") gives the error)
+    bool has_call_site = false;
+  };
+  static constexpr int32_t kUnresolved = -2;
+  void NoteCallAttrs(const NodeBuild& n, const NodeDef& def);  // units.cc; AddUnit, per node
+  void ResolveCallees();  // units.cc; Link: the callees of units added before theirs
+  const CallAttrs* CallAttrsOf(int32_t id) const {
+    const int32_t k = id < static_cast<int32_t>(call_attrs_of_.size()) ? call_attrs_of_[id] : -1;
+    return k >= 0 ? &call_attrs_[k] : nullptr;
+  }
+  // As CalleeOf(def), a function block lookup, GetIntOr("arg_index", -1)
+  // and GetIntOr("result_index", -1), from the index where it has the node.
+  absl::string_view Callee(int32_t id) const {
+    const CallAttrs* a = CallAttrsOf(id);
+    return a != nullptr ? a->callee : CalleeOf(*Info(id).def);
+  }
+  int32_t CalleeBlock(int32_t id) const;  // units.cc
+  int64_t ArgIndex(int32_t id) const {
+    const CallAttrs* a = CallAttrsOf(id);
+    return a != nullptr && nodes_[id].kind == NodeKind::kCall ? a->index : Info(id).def->GetIntOr("arg_index", -1);
+  }
+  int64_t ResultIndex(int32_t id) const {
+    const CallAttrs* a = CallAttrsOf(id);
+    return a != nullptr && nodes_[id].kind == NodeKind::kReturn ? a->index
+                                                                : Info(id).def->GetIntOr("result_index", -1);
+  }
+  bool may_name_devices_ = false;
+  bool any_invariant_input_ = false;  // some node's NodeLists::invariant_input is set (LinkUnit)
+  std::vector<int32_t> call_attrs_of_;  // by node id: its entry in call_attrs_, or -1
+  std::vector<CallAttrs> call_attrs_;
   // The Calls and Returns of call site (block, label, function), each in
   // block order: a Call finds its site's without scanning its block (a main
   // graph of 10^4 sites read every main node's attributes 10^4 times).

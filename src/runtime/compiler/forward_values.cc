@@ -125,9 +125,9 @@ void Compiler::ForwardResults() {
   std::vector<NodeBuild>& nodes = nodes_;
   CountLocalEdges();
   for (NodeBuild& r : nodes) {
-    if (Info(r).return_edges_by_label.empty() || r.kind != NodeKind::kKernel ||
-        absl::string_view(Info(r).def->op) != "Identity" || r.num_inputs != 1 ||
-        exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction)
+    // The NodeBuild's fields first: NodeInfo is a cache miss per node of a large graph.
+    if (r.kind != NodeKind::kKernel || r.num_inputs != 1 || exe_->blocks[r.block].kind != ExecBlock::Kind::kFunction ||
+        Info(r).return_edges_by_label.empty() || absl::string_view(Info(r).def->op) != "Identity")
       continue;
     int32_t edge_index = -1;
     const int32_t producer = SoleProducer(r.id, &edge_index);
@@ -196,19 +196,28 @@ void Compiler::ForwardIdentities() {
 // taker outside any region that is skipped.
 void Compiler::ForwardPivotSwitches() {
   std::vector<NodeBuild>& nodes = nodes_;
+  // Per Switch of the block, the edges that feed it (how many) and the
+  // (producer, port) of its inputs 0 and 1 ({-1, -1}: none), the first
+  // such edge in block and edge order. Taken once: forwarding a pivot
+  // moves only edges into control inputs and into the pivot, and a
+  // simple Switch (all a pivot or taker can be) has no control input.
+  // (Collected again after each pivot, it was quadratic in the Conds.)
+  struct Feed {
+    int32_t edges = 0;
+    std::pair<int32_t, int32_t> input[2] = {{-1, -1}, {-1, -1}};
+  };
+  // Cleared per block, not made: a static graph has a function block per
+  // function, and the tables were allocations per block.
+  base::FlatHashMap<int32_t, Feed> feeds;
+  base::FlatHashMap<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
   for (ExecBlock& blk : exe_->blocks) {
     if (blk.kind != ExecBlock::Kind::kFunction) continue;
-    // Per Switch of the block, the edges that feed it (how many) and the
-    // (producer, port) of its inputs 0 and 1 ({-1, -1}: none), the first
-    // such edge in block and edge order. Taken once: forwarding a pivot
-    // moves only edges into control inputs and into the pivot, and a
-    // simple Switch (all a pivot or taker can be) has no control input.
-    // (Collected again after each pivot, it was quadratic in the Conds.)
-    struct Feed {
-      int32_t edges = 0;
-      std::pair<int32_t, int32_t> input[2] = {{-1, -1}, {-1, -1}};
-    };
-    base::FlatHashMap<int32_t, Feed> feeds;
+    // Without a Switch there is no pivot to forward.
+    if (std::none_of(blk.nodes.begin(), blk.nodes.end(),
+                     [&](int32_t id) { return nodes[id].kind == NodeKind::kSwitch; }))
+      continue;
+    feeds.clear();
+    by_predicate.clear();
     for (int32_t id : blk.nodes) {
       for (const OutEdge& e : nodes[id].edges) {
         const NodeBuild& d = nodes[e.dst];
@@ -231,7 +240,6 @@ void Compiler::ForwardPivotSwitches() {
     };
     // The Switches of each predicate (input 1's source), in block order:
     // a pivot's taker is among its predicate's.
-    base::FlatHashMap<std::pair<int32_t, int32_t>, std::vector<int32_t>> by_predicate;
     for (int32_t id : blk.nodes)
       if (nodes[id].kind == NodeKind::kSwitch) by_predicate[source(nodes[id], 1)].push_back(id);
     // A body cut across ranks (it has Recvs; distributed sessions have no
@@ -424,10 +432,11 @@ void Compiler::ForwardReturns() {
     for (const OutEdge& e : p.edges)
       if (e.kind != EdgeKind::kReturn && p.kind != NodeKind::kCall) forwardable[e.dst] = 0;
   for (NodeBuild& p : nodes) {
-    if (Info(p).return_edges_by_label.empty()) continue;
+    // The edges first: most nodes have no Return edge, and their NodeInfo
+    // (a cache miss per node of a large graph) is not read.
     bool any = false;
     for (const OutEdge& e : p.edges) any |= e.kind == EdgeKind::kReturn && forwardable[e.dst];
-    if (!any) continue;
+    if (!any || Info(p).return_edges_by_label.empty()) continue;
     // Rebuild p's edges, each label's range replaced in place.
     EdgeList edges;
     std::vector<std::pair<int32_t, int32_t>> ranges(Info(p).return_edges_by_label.size(), {0, 0});

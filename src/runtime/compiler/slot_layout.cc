@@ -24,27 +24,51 @@ namespace runtime {
 // DeliverDead follows a forwarded node's edges and never reads its slot.
 void Compiler::CompactSlots() {
   std::vector<NodeBuild>& nodes = nodes_;
-  std::vector<uint8_t> targeted(nodes.size(), 0);
-  for (const NodeBuild& p : nodes)
-    for (const OutEdge& e : p.edges) targeted[e.dst] = 1;
+  // What the step reads of each node's NodeInfo, read in one pass: each
+  // loop below that read it again was one more pass of cache misses over
+  // the 256-byte records of a large graph.
+  enum : uint8_t { kTargeted = 1, kForwarded = 2, kDeadData = 4, kLists = 8 };
+  std::vector<uint8_t> flags(nodes.size(), 0);
+  for (const NodeBuild& n : nodes) {
+    const NodeInfo& info = Info(n);
+    flags[n.id] |= (info.forwarded ? kForwarded : 0) | (info.dead_data_ports != 0 ? kDeadData : 0) |
+                   (info.lists != nullptr ? kLists : 0);
+    for (const OutEdge& e : n.edges) flags[e.dst] |= kTargeted;
+    if (info.dead_data_ports != 0)
+      for (const auto& frontier : info.lists->dead_data_frontier)
+        for (const OutEdge& e : frontier) flags[e.dst] |= kTargeted;
+  }
   for (const ExecBlock& blk : exe_->blocks)
     for (const DeadRegionGroup& group : blk.dead_regions)
       for (const auto& frontier : group.frontier)
-        for (const OutEdge& e : frontier) targeted[e.dst] = 1;
-  for (const NodeBuild& n : nodes)
-    if (Info(n).dead_data_ports != 0)
-      for (const auto& frontier : Info(n).lists->dead_data_frontier)
-        for (const OutEdge& e : frontier) targeted[e.dst] = 1;
-  std::vector<std::vector<int32_t>> new_slot(exe_->blocks.size());
+        for (const OutEdge& e : frontier) flags[e.dst] |= kTargeted;
+  // Every block's slot map in one vector (block b's at slot_begin[b]),
+  // and the per-block flags in buffers reused across blocks: a static
+  // graph has a block per function, and vectors per block were most of
+  // this step's allocations (10^4 functions: 10^5 of them).
+  std::vector<size_t> slot_begin(exe_->blocks.size() + 1, 0);
+  for (const ExecBlock& blk : exe_->blocks) slot_begin[blk.id + 1] = blk.num_slots;
+  for (size_t b = 0; b < exe_->blocks.size(); ++b) slot_begin[b + 1] += slot_begin[b];
+  std::vector<int32_t> new_slot(slot_begin.back(), -1);
+  // Per node, where its block's map starts: remapping an edge reads this
+  // dense array instead of the destination's NodeBuild. A graph of one
+  // block (a large call-free one) needs none: not held at its peak.
+  const bool one_block = exe_->blocks.size() == 1;
+  std::vector<uint32_t> map_of_node(one_block ? 0 : nodes.size());
+  if (!one_block)
+    for (const NodeBuild& n : nodes) map_of_node[n.id] = static_cast<uint32_t>(slot_begin[n.block]);
+  std::vector<uint8_t> is_prefilled, has_prefilled;
+  std::vector<std::pair<int32_t, Tensor>> prefilled;
   for (ExecBlock& blk : exe_->blocks) {
-    std::vector<int32_t>& map = new_slot[blk.id];
-    map.assign(blk.num_slots, -1);
-    std::vector<uint8_t> is_prefilled(blk.num_slots, 0);
-    for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
-    std::vector<uint8_t> has_prefilled(blk.nodes.size(), 0);
-    for (size_t i = 0; i < blk.nodes.size(); ++i) {
-      const NodeBuild& n = nodes[blk.nodes[i]];
-      for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+    int32_t* map = new_slot.data() + slot_begin[blk.id];
+    has_prefilled.assign(blk.nodes.size(), 0);
+    if (!blk.prefilled.empty()) {
+      is_prefilled.assign(blk.num_slots, 0);
+      for (const auto& [slot, value] : blk.prefilled) is_prefilled[slot] = 1;
+      for (size_t i = 0; i < blk.nodes.size(); ++i) {
+        const NodeBuild& n = nodes[blk.nodes[i]];
+        for (int32_t j = 0; j < n.num_inputs; ++j) has_prefilled[i] |= is_prefilled[n.slot_base + j];
+      }
     }
     // Nodes with a folded constant first: a reused frame restores its
     // constants with the counters, in one copy (Worker::NewFrame).
@@ -52,8 +76,9 @@ void Compiler::CompactSlots() {
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < blk.nodes.size(); ++i) {
         const int32_t id = blk.nodes[i];
+        if (((flags[id] & kForwarded) && !(flags[id] & kTargeted)) || (has_prefilled[i] != 0) != (pass == 0))
+          continue;
         NodeBuild& n = nodes[id];
-        if ((Info(n).forwarded && !targeted[id]) || (has_prefilled[i] != 0) != (pass == 0)) continue;
         for (int32_t j = 0; j < n.num_inputs; ++j) map[n.slot_base + j] = next + j;
         n.slot_base = next;
         next += n.num_inputs;
@@ -61,26 +86,27 @@ void Compiler::CompactSlots() {
       if (pass == 0) blk.prefilled_slots_end = next;
     }
     blk.num_slots = next;
-    std::vector<std::pair<int32_t, Tensor>> prefilled;
+    if (blk.prefilled.empty()) continue;
+    prefilled.clear();
     for (auto& [slot, value] : blk.prefilled)
       if (map[slot] >= 0) prefilled.push_back({map[slot], std::move(value)});
-    blk.prefilled = std::move(prefilled);
+    // Kept in place, at their size: the scratch keeps its capacity.
+    blk.prefilled.assign(std::make_move_iterator(prefilled.begin()), std::make_move_iterator(prefilled.end()));
   }
-  auto remap = [&](int32_t node, int32_t slot) { return new_slot[nodes[node].block][slot]; };
+  auto remap = [&](int32_t node, int32_t slot) { return new_slot[(one_block ? 0 : map_of_node[node]) + slot]; };
   for (NodeBuild& n : nodes) {
     for (OutEdge& e : n.edges) e.dst_slot = remap(e.dst, e.dst_slot);
-    if (Info(n).lists != nullptr) {
-      for (auto& [ret, slot] : Info(n).lists->site_returns) slot = remap(ret, slot);
-      for (auto& [merge, slot] : Info(n).lists->missing_arg_merges) slot = remap(merge, slot);
-    }
+    if (!(flags[n.id] & kLists)) continue;
+    NodeLists& lists = *Info(n).lists;
+    for (auto& [ret, slot] : lists.site_returns) slot = remap(ret, slot);
+    for (auto& [merge, slot] : lists.missing_arg_merges) slot = remap(merge, slot);
+    if (flags[n.id] & kDeadData)
+      for (auto& frontier : lists.dead_data_frontier)
+        for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
   }
   for (ExecBlock& blk : exe_->blocks)
     for (DeadRegionGroup& group : blk.dead_regions)
       for (auto& frontier : group.frontier)
-        for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
-  for (NodeBuild& n : nodes)
-    if (Info(n).dead_data_ports != 0)
-      for (auto& frontier : Info(n).lists->dead_data_frontier)
         for (OutEdge& e : frontier) e.dst_slot = remap(e.dst, e.dst_slot);
 }
 

@@ -72,6 +72,7 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
   // (10^4 functions: gigabytes).
   GrowFor(nodes_, nodes.size());
   GrowFor(exe_->info, nodes.size());
+  if (!call_attrs_of_.empty()) GrowFor(call_attrs_of_, nodes.size());
   unit.ids.reserve(nodes.size());
   std::vector<DType> unknown;  // the input types of each node: not known here
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -83,6 +84,9 @@ absl::Status Compiler::AddUnit(const std::vector<NodeDef>& nodes, const std::str
     n.id = static_cast<int32_t>(nodes_.size());
     exe_->info.emplace_back().def = &def;
     n.kind = op->kind;
+    NoteCallAttrs(n, def);
+    // Compile's device scan reads only such nodes' NodeDefs.
+    may_name_devices_ |= !def.device.empty() || absl::string_view(def.op) == "CopyToDevice";
     n.block = block_map[fi.block_of_node[i]];
     ExecBlock& blk = exe_->blocks[n.block];
     n.index = static_cast<int32_t>(blk.nodes.size());
@@ -129,7 +133,49 @@ const Compiler::OpEntry* Compiler::FindOp(const NodeDef& def) {
   return &it->second;
 }
 
+void Compiler::NoteCallAttrs(const NodeBuild& n, const NodeDef& def) {
+  // Made at the first Call or Return: a graph without calls (the large
+  // unrolled ones) gets no table, and the lookups' fallback serves.
+  if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) {
+    if (!call_attrs_of_.empty()) call_attrs_of_.push_back(-1);
+    return;
+  }
+  if (call_attrs_of_.empty()) {
+    call_attrs_of_.reserve(nodes_.capacity());
+    call_attrs_of_.assign(n.id, -1);
+  }
+  CallAttrs a;
+  a.callee = CalleeOf(def);
+  auto it = function_blocks_.find(a.callee);
+  a.callee_block = it == function_blocks_.end() ? kUnresolved : it->second;
+  a.index = def.GetIntOr(n.kind == NodeKind::kCall ? "arg_index" : "result_index", -1);
+  const AttrValue* site = def.FindAttr("call_site");
+  if (const int64_t* v = site != nullptr ? site->get_if<int64_t>() : nullptr) {
+    a.call_site = *v;
+    a.has_call_site = true;
+  }
+  call_attrs_of_.push_back(static_cast<int32_t>(call_attrs_.size()));
+  call_attrs_.push_back(a);
+}
+
+void Compiler::ResolveCallees() {
+  // Dynamic mode adds a unit per function: a body's Calls may name
+  // functions whose blocks came later.
+  for (CallAttrs& a : call_attrs_) {
+    if (a.callee_block != kUnresolved) continue;
+    auto it = function_blocks_.find(a.callee);
+    a.callee_block = it == function_blocks_.end() ? -1 : it->second;
+  }
+}
+
+int32_t Compiler::CalleeBlock(int32_t id) const {
+  if (const CallAttrs* a = CallAttrsOf(id)) return a->callee_block;
+  auto it = function_blocks_.find(CalleeOf(*Info(id).def));
+  return it == function_blocks_.end() ? -1 : it->second;
+}
+
 absl::Status Compiler::Link() {
+  ResolveCallees();
   // A call site's label indexes per-site tables: no more sites than Calls
   // and Returns, or a hostile call_site would size them.
   for (const NodeBuild& n : nodes_) num_call_return_nodes_ += n.kind == NodeKind::kCall || n.kind == NodeKind::kReturn;
@@ -142,7 +188,7 @@ absl::Status Compiler::Link() {
   // callee; one that feeds none would start invocations whose argument
   // never arrives (and whose frames the run could not reclaim).
   for (const NodeBuild& call : nodes_) {
-    if (call.kind != NodeKind::kCall || Info(call).def->GetIntOr("arg_index", -1) < 0) continue;
+    if (call.kind != NodeKind::kCall || ArgIndex(call.id) < 0) continue;
     int calls = 0;
     for (const OutEdge& e : call.edges) calls += e.kind == EdgeKind::kCall;
     // In a partition, a Call (or its replica) whose argument's consumers
@@ -163,13 +209,13 @@ absl::Status Compiler::Link() {
     base::FlatHashMap<absl::string_view, std::vector<int32_t>> merges_of;          // function -> its merges
     for (const NodeBuild& call : nodes_) {
       if (call.kind != NodeKind::kCall) continue;  // before the attribute lookup: most nodes are not Calls
-      const int64_t arg = Info(call).def->GetIntOr("arg_index", -1);
+      const int64_t arg = ArgIndex(call.id);
       if (arg < 0) continue;
       for (const OutEdge& e : call.edges) {
         if (e.kind != EdgeKind::kCall) continue;
         auto [it, first] = merge_index.try_emplace(e.dst, arg, &call);
         if (first) {
-          merges_of[CalleeOf(*Info(call).def)].push_back(e.dst);
+          merges_of[Callee(call.id)].push_back(e.dst);
         } else if (it->second.first != arg) {
           return NodeError(*Info(call).def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("arg_index ", arg, " feeds the argument Merge '", Info(nodes_[e.dst]).def->name,
@@ -197,7 +243,7 @@ absl::Status Compiler::Link() {
   base::FlatHashMap<std::pair<absl::string_view, int32_t>, int32_t> site_block;
   for (const NodeBuild& n : nodes_) {
     if (n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn) continue;
-    const std::pair<absl::string_view, int32_t> key{CalleeOf(*Info(n).def), Info(n).label};
+    const std::pair<absl::string_view, int32_t> key{Callee(n.id), Info(n).label};
     auto [it, inserted] = site_block.try_emplace(key, n.block);
     if (!inserted && it->second != n.block)
       return NodeError(*Info(n).def, absl::StatusCode::kInvalidArgument,
@@ -222,7 +268,10 @@ absl::Status Compiler::Link() {
   for (const Unit& unit : units_) TDF_RETURN_IF_ERROR(FinishUnit(unit));
   TDF_RETURN_IF_ERROR(LinkRemoteLoops());
   for (NodeBuild& n : nodes_) {
-    for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
+    // Only LinkUnit makes the list: without a constant Enter, no node's
+    // NodeInfo (a cache miss per node of a large graph) is read for it.
+    if (any_invariant_input_)
+      for (int16_t inv : Info(n).invariant_input()) n.has_invariants |= inv >= 0;
     for (OutEdge& e : n.edges) {
       const NodeBuild& d = nodes_[e.dst];
       e.dst_index = d.index;
@@ -329,6 +378,9 @@ absl::Status Compiler::Link() {
                                             e.dst_slot == d.slot_base + 1 && e.dst_mode == DstMode::kCounted);
     }
   }
+  // Read by the steps above only: not held at Compile's peak that follows.
+  std::vector<int32_t>().swap(call_attrs_of_);
+  std::vector<CallAttrs>().swap(call_attrs_);
   return absl::OkStatus();
 }
 
@@ -351,6 +403,11 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
   // Node attributes that decide edge kinds.
   for (int32_t id : unit.ids) {
     NodeBuild& n = nodes[id];
+    // Most nodes have none: their NodeInfo (a cache miss each in a large
+    // graph) is not read.
+    if (n.kind != NodeKind::kEnter && n.kind != NodeKind::kCall && n.kind != NodeKind::kReturn &&
+        n.kind != NodeKind::kArg && n.kind != NodeKind::kRetval)
+      continue;
     const NodeDef& def = *Info(n).def;
     switch (n.kind) {
       case NodeKind::kEnter: {
@@ -362,7 +419,11 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
       }
       case NodeKind::kCall:
       case NodeKind::kReturn: {
-        TDF_ASSIGN_OR_RETURN(int64_t site, def.GetInt("call_site"));
+        const CallAttrs* attrs = CallAttrsOf(n.id);
+        int64_t site = attrs != nullptr && attrs->has_call_site ? attrs->call_site : -1;
+        if (attrs == nullptr || !attrs->has_call_site) {
+          TDF_ASSIGN_OR_RETURN(site, def.GetInt("call_site"));
+        }
         if (site < 0 || site >= num_call_return_nodes_)
           return NodeError(def, absl::StatusCode::kInvalidArgument,
                            absl::StrCat("call_site ", site, " out of range: the graph has ", num_call_return_nodes_,
@@ -390,7 +451,6 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
   }
   for (size_t k = 0; k < unit.ids.size(); ++k) {
     NodeBuild& c = nodes[unit.ids[k]];
-    const NodeDef& def = *Info(c).def;
     absl::Span<const ResolvedInput> inputs = unit.index.inputs(k);
     int32_t pending = 0;
     int32_t from_next = 0, from_call = 0;
@@ -402,9 +462,11 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
       e.dst_slot = c.slot_base + j;
       e.src_port = ref.is_control ? -1 : static_cast<int16_t>(ref.port);
       e.invariant = -1;
-      if (!ref.is_control && ref.port >= p.num_outputs)
+      if (!ref.is_control && ref.port >= p.num_outputs) {
+        const NodeDef& def = *Info(c).def;  // only here: NodeInfo is a cache miss per node of a large graph
         return NodeError(def, absl::StatusCode::kInvalidArgument,
                          absl::StrCat("input '", def.input[j], "': node has ", p.num_outputs, " outputs"));
+      }
       bool counts = true;
       if (p.kind == NodeKind::kEnter) {
         e.kind = EdgeKind::kEnter;
@@ -426,6 +488,7 @@ absl::Status Compiler::LinkUnit(const Unit& unit) {
           // Only nodes that read an invariant have the list (ExecNode::has_invariants).
           std::vector<int16_t>& invariant_input = Info(c).mutable_lists().invariant_input;
           if (invariant_input.empty()) invariant_input.assign(c.num_inputs, -1);
+          any_invariant_input_ = true;
           invariant_input[j] = static_cast<int16_t>(Info(p).io_index);
           counts = false;
         }
@@ -472,10 +535,7 @@ absl::Status Compiler::CheckCrossing(const NodeBuild& c, const NodeBuild& p, Edg
                      absl::StrCat("input '", def.input[j], "' (node '", Info(p).def->name, "', ", Info(p).def->op,
                                   "): ", why));
   };
-  auto callee = [&](const NodeBuild& n) {
-    auto it = function_blocks_.find(CalleeOf(*Info(n).def));
-    return it == function_blocks_.end() ? -1 : it->second;
-  };
+  auto callee = [&](const NodeBuild& n) { return CalleeBlock(n.id); };
   switch (kind) {
     case EdgeKind::kLocal:
     case EdgeKind::kNextIter:
