@@ -55,6 +55,11 @@
 ///     site of a function) and on Enter, Exit, NextIteration and LoopCond
 ///     (one id per loop, for an Enter the loop it enters): labels that mean
 ///     the same on every rank, for tags on the wire.
+///   * the int attr `_site_part` on every Call (and replica) of a split
+///     site (AddGradients' forward and gradient calls of one f_ext site):
+///     Calls with the same value form one part. A part is found from the
+///     Returns its Calls control, which a rank may not hold; without the
+///     attribute a rank without them took each Call for a part of its own.
 /// \endcode
 ///
 /// Requires: a transformed graph (empty library) that passes Validate.
@@ -80,6 +85,8 @@ namespace tdf {
 inline constexpr char kReplicaAttr[] = "_replica";
 /// The int attribute with a call site's or a loop's rank-independent id.
 inline constexpr char kFrameIdAttr[] = "_frame_id";
+/// The int attribute that groups a split site's Calls into parts.
+inline constexpr char kSitePartAttr[] = "_site_part";
 
 /// How PartitionGraph cuts.
 struct PartitionOptions {

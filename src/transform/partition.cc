@@ -158,6 +158,7 @@ class Partitioner {
       if (inserted) sites_.push_back(CallSite{block, function, {}});
       sites_[it->second].calls.push_back(static_cast<int>(i));
     }
+    FindSiteParts(site_index);
     for (size_t b = 0; b < frames_.blocks.size(); ++b) {
       const BlockInfo& info = frames_.blocks[b];
       if (info.kind == BlockInfo::Kind::kFunction) function_block_[info.name] = static_cast<int>(b);
@@ -169,6 +170,50 @@ class Partitioner {
     for (const auto& [key, site] : site_index) site_id_[key] = id++;
     for (size_t b = 0; b < frames_.blocks.size(); ++b)
       if (frames_.blocks[b].kind == BlockInfo::Kind::kLoop) loop_id_[static_cast<int>(b)] = id++;
+  }
+
+  // A split site's parts: the Calls that control a common Return (as the
+  // compiler finds them, runtime/compiler/call_sites.cc). A rank may hold
+  // none of a part's Returns, so every Call of a split site is told its
+  // part (kSitePartAttr): the first of the part's Calls in site order.
+  void FindSiteParts(const std::map<std::pair<std::string, int64_t>, int>& site_index) {
+    std::vector<std::vector<int>> part(sites_.size());  // [site][position]: the part's first position
+    for (size_t k = 0; k < sites_.size(); ++k) {
+      part[k].resize(sites_[k].calls.size());
+      for (size_t p = 0; p < part[k].size(); ++p) part[k][p] = static_cast<int>(p);
+    }
+    auto root = [&](std::vector<int>& parts, int p) {
+      while (parts[p] != p) p = parts[p] = parts[parts[p]];
+      return p;
+    };
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeDef& n = nodes_[i];
+      if (n.op != "Return") continue;
+      auto site = site_index.find({n.GetString("function").value_or(""), n.GetIntOr("call_site", -1)});
+      if (site == site_index.end()) continue;
+      const std::vector<int>& calls = sites_[site->second].calls;
+      std::vector<int>& parts = part[site->second];
+      int first = -1;
+      for (const ResolvedInput& in : index_.inputs(i)) {
+        if (!in.is_control) continue;
+        auto c = std::find(calls.begin(), calls.end(), in.src);
+        if (c == calls.end()) continue;
+        const int p = root(parts, static_cast<int>(c - calls.begin()));
+        if (first < 0) {
+          first = p;
+        } else if (p != first) {
+          parts[std::max(p, first)] = std::min(p, first);
+          first = std::min(p, first);
+        }
+      }
+    }
+    for (size_t k = 0; k < sites_.size(); ++k) {
+      std::vector<int>& parts = part[k];
+      bool split = false;
+      for (size_t p = 0; p < parts.size(); ++p) split |= root(parts, static_cast<int>(p)) != root(parts, 0);
+      if (!split) continue;
+      for (size_t p = 0; p < parts.size(); ++p) site_part_[sites_[k].calls[p]] = root(parts, static_cast<int>(p));
+    }
   }
 
   // Makes node i present on rank r (or upgrades a control replica) and
@@ -335,6 +380,7 @@ class Partitioner {
       if (it != loop_id_.end()) id = it->second;
     }
     if (id >= 0) n.attr[kFrameIdAttr] = id;
+    if (auto part = site_part_.find(i); part != site_part_.end()) n.attr[kSitePartAttr] = int64_t{part->second};
   }
 
   static std::string OnRank(const std::string& device, int r) {
@@ -429,6 +475,7 @@ class Partitioner {
   std::map<std::pair<int, std::string>, int> loop_block_;  // (parent, frame) -> block
   std::map<std::pair<std::string, int64_t>, int64_t> site_id_;
   std::map<int, int64_t> loop_id_;  // loop block -> id
+  std::map<int, int> site_part_;    // Call of a split site -> its part (kSitePartAttr)
 
   std::vector<std::vector<Presence>> present_;                 // [rank][node]
   std::vector<std::vector<std::vector<std::string>>> inputs_;  // [rank][node]: rewritten inputs

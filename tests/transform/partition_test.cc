@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "graph/frames.h"
 #include "gtest/gtest.h"
+#include "tdf/autodiff.h"
 #include "tdf/builder.h"
 #include "tdf/placement.h"
 #include "tdf/reference_programs.h"
@@ -425,6 +426,63 @@ TEST(Partition, FrameIdsAreRankIndependentLabels) {
     }
   }
   for (const auto& [id, kinds] : what) EXPECT_EQ(kinds.size(), 1u) << "id " << id;
+}
+
+// A split site (AddGradients' forward calls of exp_ext and its gradient
+// call) has two parts, found from the Returns each part controls. A rank
+// holding none of a part's Returns still learns the parts from
+// `_site_part`: without it, rank 0 of a 3-rank run took every Call for a
+// part of its own, closed the site dead when the gradient call's dead
+// token came first, and failed the run when the live forward argument came
+// (Distributed.Session.3Ranks, seed 8, under ASan).
+TEST(Partition, SplitSitePartsAreNamedOnEveryRank) {
+  Graph g = reference::Exp();
+  ASSERT_TRUE(AddGradients(g, {"result"}, {"x"}).ok());
+  g = Transformed(g);
+  // Calls of one site that control a common Return: one part.
+  std::map<std::string, std::set<std::string>> same_part;
+  for (const NodeDef& n : g.node) {
+    if (n.op != "Return") continue;
+    std::vector<std::string> calls;
+    for (const std::string& in : n.input) {
+      const NodeDef* c = in[0] == '^' ? g.FindNode(in.substr(1)) : nullptr;
+      if (c != nullptr && c->op == "Call") calls.push_back(c->name);
+    }
+    for (const std::string& a : calls) same_part[a].insert(calls.begin(), calls.end());
+  }
+  std::set<std::string> split_calls;
+  for (const NodeDef& n : g.node) {
+    if (n.op != "Call") continue;
+    for (const NodeDef& m : g.node)
+      if (m.op == "Call" && m.GetString("function").value_or("") == n.GetString("function").value_or("") &&
+          m.GetIntOr("call_site", -1) == n.GetIntOr("call_site", -1) && !same_part[n.name].count(m.name) > 0)
+        split_calls.insert(n.name);
+  }
+  ASSERT_GE(split_calls.size(), 3u);  // exp_ext's recursive site at least: x, n | d_y
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    Graph placed = g;
+    std::mt19937 rng(seed);
+    for (NodeDef& n : placed.node) n.device = absl::StrCat("rank:", rng() % 3);
+    PartitionedGraph parts = PartitionOrDie(placed, 3);
+    CheckPartitions(placed, parts, 3);
+    for (int r = 0; r < 3; ++r) {
+      std::map<std::string, int64_t> part_of;
+      for (const NodeDef& n : parts.partitions[r].node) {
+        if (n.op != "Call") continue;
+        SCOPED_TRACE(absl::StrCat("seed ", seed, ", rank ", r, ", ", n.name));
+        const AttrValue* part = n.FindAttr(kSitePartAttr);
+        ASSERT_EQ(part != nullptr, split_calls.count(n.name) > 0);
+        if (part != nullptr) part_of[n.name] = *part->get_if<int64_t>();
+      }
+      for (const auto& [a, pa] : part_of)
+        for (const auto& [b, pb] : part_of)
+          if (parts.partitions[r].FindNode(a)->GetIntOr("call_site", -1) ==
+                  parts.partitions[r].FindNode(b)->GetIntOr("call_site", -1) &&
+              parts.partitions[r].FindNode(a)->GetString("function").value_or("") ==
+                  parts.partitions[r].FindNode(b)->GetString("function").value_or(""))
+            EXPECT_EQ(pa == pb, same_part[a].count(b) > 0) << "seed " << seed << ", rank " << r << ": " << a << ", " << b;
+    }
+  }
 }
 
 TEST(Partition, Deterministic) {

@@ -14,6 +14,7 @@
 #include "cuda/device_backend.h"
 #include "runtime/frame.h"
 #include "runtime/state_kernels.h"
+#include "tdf/partition.h"
 #include "tdf/status.h"
 
 namespace tdf {
@@ -83,12 +84,22 @@ absl::Status Compiler::FinishUnit(const Unit& unit) {
           };
           std::vector<absl::string_view> part{def.name};
           std::vector<int32_t> part_returns;
+          // A partition names the parts (kSitePartAttr): its rank may hold
+          // none of a part's Returns.
+          const int64_t named_part = def.GetIntOr(kSitePartAttr, -1);
+          if (named_part >= 0) {
+            for (int32_t other : site.calls)
+              if (other != id && Info(nodes[other]).def->GetIntOr(kSitePartAttr, -1) == named_part)
+                part.push_back(Info(nodes[other]).def->name);
+          }
           for (const auto& [ret, slot] : Info(n).site_returns()) {
             const NodeDef& rdef = *Info(nodes[ret]).def;
             bool mine = false;
-            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k) mine |= controlled_by(rdef.input[k], def.name);
+            for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k)
+              for (size_t c = 0; c < (named_part >= 0 ? part.size() : 1); ++c) mine |= controlled_by(rdef.input[k], part[c]);
             if (!mine) continue;
             part_returns.push_back(ret);
+            if (named_part >= 0) continue;
             for (size_t k = rdef.num_data_inputs(); k < rdef.input.size(); ++k)
               part.push_back(absl::string_view(rdef.input[k]).substr(1));
           }
