@@ -114,7 +114,7 @@ void Compiler::Layout(ExecBlock& blk) {
   blk.pending_template.assign(blk.nodes.size() + blk.dead_regions.size(), 0);
   for (size_t i = 0; i < blk.nodes.size(); ++i) blk.pending_template[i] = nodes_[blk.nodes[i]].pending_init;
   for (const DeadRegionGroup& g : blk.dead_regions) blk.pending_template[g.counter_index] = g.members;
-  size_t off = AlignUp(sizeof(Frame), 16);
+  size_t off = kPendingOffset;  // Frame::pending() counts on it
   blk.pending_offset = off;
   off = AlignUp(off + sizeof(std::atomic<int32_t>) * blk.pending_template.size(), 16);
   blk.children_offset = off;
