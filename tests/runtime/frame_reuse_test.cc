@@ -101,6 +101,40 @@ TEST_P(FrameReuseTest, LongChainsOfCompletionsSpillToThePool) {
   }
 }
 
+// With several workers, an offered task takes the worker (and its cached
+// frames) that an earlier task on its thread parked (RunState::
+// parked_workers): thieves start on frames that earlier thefts kept, some
+// of them with constants moved out. Every run fires exactly what one
+// worker fires and frees every frame, parked workers' caches included.
+TEST_P(FrameReuseTest, ParkedWorkersStartTheirNextTheftClean) {
+  constexpr int64_t kN = 20;
+  auto one = MakeSession(MovesConstants(), SessionOptions{});
+  ASSERT_NE(one, nullptr);
+  RunStats alone;
+  ASSERT_TRUE(RunResult(one.get(), {{"n", I(kN)}}, &alone).valid());
+  SessionOptions opts;
+  opts.num_workers = GetParam();
+  auto session = MakeSession(MovesConstants(), opts);
+  ASSERT_NE(session, nullptr);
+  int64_t offers = 0;
+  for (int run = 0; run < 20; ++run) {
+    RunStats stats;
+    const Tensor out = RunResult(session.get(), {{"n", I(kN)}}, &stats);
+    ASSERT_TRUE(out.valid());
+    EXPECT_EQ(out.scalar<int64_t>(), NativeG(kN));
+    EXPECT_EQ(stats.firings, alone.firings);
+    EXPECT_EQ(stats.frames_created, alone.frames_created);
+    EXPECT_EQ(stats.live_frames_after_run, 0);
+    offers += stats.offers;
+  }
+  // A worker offers surplus work whenever another is not in its loop.
+  if (GetParam() == 1) {
+    EXPECT_EQ(offers, 0);
+  } else {
+    EXPECT_GT(offers, 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, FrameReuseTest, ::testing::Values(1, 2, 8), exec_test::WorkersName);
 
 }  // namespace
