@@ -222,19 +222,14 @@ absl::StatusOr<FunctionInfo> Analyze(const FunctionDef& f) {
 // Every function reachable from the main graph's Invoke nodes, in the
 // alphabetical order of their names that the site numbering uses.
 absl::StatusOr<std::vector<const FunctionDef*>> Reachable(const Graph& graph, const FunctionTable& library) {
-  // Marked by pointer and sorted once: a std::set of names compared names
-  // on every Invoke.
+  // Marked by pointer: a std::set of names compared names on every Invoke.
   base::FlatHashSet<const FunctionDef*> seen;
-  std::vector<const FunctionDef*> reached;
   std::vector<const FunctionDef*> work;
   auto visit = [&](const std::vector<NodeDef>& nodes) -> absl::Status {
     for (const NodeDef& node : nodes) {
       if (node.op != kInvoke) continue;
       TDF_ASSIGN_OR_RETURN(const FunctionDef* f, Callee(node, library));
-      if (seen.insert(f).second) {
-        reached.push_back(f);
-        work.push_back(f);
-      }
+      if (seen.insert(f).second) work.push_back(f);
     }
     return absl::OkStatus();
   };
@@ -245,8 +240,16 @@ absl::StatusOr<std::vector<const FunctionDef*>> Reachable(const Graph& graph, co
     absl::Status s = visit(f->node);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("in function '", f->signature.name, "': ", s.message()));
   }
-  std::sort(reached.begin(), reached.end(),
-            [](const FunctionDef* a, const FunctionDef* b) { return a->signature.name < b->signature.name; });
+  // In the library's order, which is by name: sorting the reached ones
+  // compared names ~17 times each (10^5 functions: 3% of Create's
+  // instructions). A library stored under names other than its
+  // signatures' (Validate rejects it; the pass does not) is sorted.
+  std::vector<const FunctionDef*> reached;
+  reached.reserve(seen.size());
+  for (const auto& [name, f] : graph.library.functions())
+    if (seen.contains(&f)) reached.push_back(&f);
+  auto by_name = [](const FunctionDef* a, const FunctionDef* b) { return a->signature.name < b->signature.name; };
+  if (!std::is_sorted(reached.begin(), reached.end(), by_name)) std::sort(reached.begin(), reached.end(), by_name);
   return reached;
 }
 
