@@ -282,6 +282,7 @@ class Staticizer {
     inputs_.shrink_to_fit();
     TDF_ASSIGN_OR_RETURN(auto by_name, CheckUniqueNames());
     StaticizedGraph result;
+    result.main_invoke_returns = std::move(main_invoke_returns_);
     result.graph = std::move(out_);
     // The vector's buffer moved with it: the names the index views stay put.
     result.index = NodeIndex::FromParts(result.graph.node, std::move(by_name), std::move(offsets_), std::move(inputs_));
@@ -448,10 +449,14 @@ class Staticizer {
     }
     const FunctionInfo& info = functions_.at(fname);
     const Scope& callee = scopes_[info.scope];
+    std::vector<int32_t>* main_returns = nullptr;
+    if (scope.function == nullptr) {
+      main_returns = &main_invoke_returns_.emplace_back(invoke.name, std::vector<int32_t>()).second;
+      main_returns->reserve(site.results.size());
+    }
     for (int r : site.results) {
+      if (main_returns != nullptr) main_returns->push_back(static_cast<int32_t>(out_.node.size()));
       NodeDef& ret = out_.node.emplace_back();
-      // Session::Create resolves fetches of a main-graph Invoke to these
-      // names (session.cc, MainInvokeReturns): keep the two in step.
       ret.name = Concat({site.name, "/return_", Num(r).Piece()});
       ret.op = "Return";
       ret.input.push_back(Concat({fname, "/", info.retvals[r]->name}));
@@ -564,6 +569,7 @@ class Staticizer {
   // inputs by producer position, and where each node's start.
   std::vector<uint32_t> offsets_;
   std::vector<ResolvedInput> inputs_;
+  std::vector<std::pair<std::string, std::vector<int32_t>>> main_invoke_returns_;  // StaticizedGraph's
   int32_t next_pos_ = 0;  // NumberSites: the next output position
 };
 
