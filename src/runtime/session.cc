@@ -39,48 +39,6 @@ class Session::Impl {
 
 namespace {
 
-// Static mode: the names of the Return nodes that StaticizeRecursion emits
-// for each main-graph Invoke (EmitInvoke): "<site>/return_<r>" per result r
-// the Invoke receives, the site being the Invoke itself or, for a part of a
-// split site (site_group), the site's first part. Called on a graph the
-// transformation accepted.
-const std::string* StringAttr(const NodeDef& n, absl::string_view name) {
-  const AttrValue* v = n.FindAttr(name);
-  return v != nullptr ? v->get_if<std::string>() : nullptr;
-}
-
-std::vector<std::pair<std::string, std::vector<std::string>>> MainInvokeReturns(const Graph& graph) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> out;
-  std::map<std::pair<std::string, std::string>, std::string> group_site;  // (callee, site_group) -> site
-  for (const NodeDef& n : graph.node) {
-    if (n.op != "Invoke") continue;
-    // Attributes read in place: GetString(...).value_or builds an error
-    // status for every Invoke without a site_group.
-    const std::string* fname = StringAttr(n, "function");
-    const FunctionDef* f = fname != nullptr ? graph.library.Find(*fname) : nullptr;
-    if (f == nullptr) continue;
-    std::string site = n.name;
-    if (const std::string* group = StringAttr(n, "site_group"); group != nullptr && !group->empty())
-      site = group_site.try_emplace({*fname, *group}, n.name).first->second;
-    std::vector<int64_t> results;
-    if (n.FindAttr("partial_results") != nullptr) {
-      results = n.GetIntList("partial_results").value_or(std::vector<int64_t>{});
-    } else {
-      results.reserve(f->signature.outputs.size());
-      for (size_t r = 0; r < f->signature.outputs.size(); ++r) results.push_back(static_cast<int64_t>(r));
-    }
-    std::vector<std::string> returns;
-    returns.reserve(results.size());
-    for (int64_t r : results) returns.push_back(absl::StrCat(site, "/return_", r));
-    out.emplace_back(n.name, std::move(returns));
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
 // Sessions alive in the process: the last one to go empties the frame
 // caches, which only runs of a session can use.
 std::atomic<int64_t> live_sessions{0};
@@ -142,13 +100,17 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
   // instead of resolving every input of the graph again.
   NodeIndex index;
   bool indexed = false;
-  std::vector<std::pair<std::string, std::vector<std::string>>> invoke_returns;
+  // Static mode: each main-graph Invoke's Returns, by their positions in
+  // the transformed graph (its main unit's node ids), or by name where
+  // placement may have moved them.
+  std::vector<std::pair<std::string, std::vector<int32_t>>> invoke_returns;
+  std::vector<std::vector<std::string>> invoke_return_names;
   if (options.mode == ExecutionMode::kStatic && calls) {
     TDF_ASSIGN_OR_RETURN(StaticizedGraph staticized, StaticizeRecursionIndexed(graph));
     executable = std::move(staticized.graph);
     index = std::move(staticized.index);
     indexed = true;
-    invoke_returns = MainInvokeReturns(graph);
+    invoke_returns = std::move(staticized.main_invoke_returns);
     if (owned != nullptr) *owned = Graph();
   } else if (owned != nullptr) {
     executable = std::move(*owned);
@@ -174,20 +136,23 @@ absl::StatusOr<std::unique_ptr<Session>> Session::CreateFrom(const Graph& graph,
     PlacementOptions po;
     po.place_tensor_ops_on_gpu = options.place_tensor_ops_on_gpu;
     po.fallback_to_cpu = options.fallback_to_cpu;
+    invoke_return_names.resize(invoke_returns.size());
+    for (size_t k = 0; k < invoke_returns.size(); ++k)
+      for (int32_t pos : invoke_returns[k].second) invoke_return_names[k].push_back(executable.node[pos].name);
     TDF_RETURN_IF_ERROR(PlaceDevices(executable, po));
     indexed = false;  // placement may add nodes (copies)
   }
   TDF_ASSIGN_OR_RETURN(impl->exe,
                        runtime::Compile(std::move(executable), indexed ? &index : nullptr, options.mode, options));
-  for (auto& [invoke, returns] : invoke_returns) {
-    std::vector<int32_t> ids;
-    ids.reserve(returns.size());
-    for (const std::string& name : returns) {
-      const int32_t id = impl->exe->main_index.Find(name);
-      if (id < 0 || impl->exe->nodes[id].kind != runtime::NodeKind::kReturn)
-        return absl::InternalError(absl::StrCat("node '", invoke, "' (Invoke): the transformed graph has no Return '",
-                                                name, "' for it"));
-      ids.push_back(id);
+  for (size_t k = 0; k < invoke_returns.size(); ++k) {
+    auto& [invoke, ids] = invoke_returns[k];
+    for (size_t r = 0; r < ids.size(); ++r) {
+      const int32_t id = indexed ? ids[r] : impl->exe->main_index.Find(invoke_return_names[k][r]);
+      if (id < 0 || id >= static_cast<int32_t>(impl->exe->nodes.size()) ||
+          impl->exe->nodes[id].kind != runtime::NodeKind::kReturn)
+        return absl::InternalError(absl::StrCat("node '", invoke, "' (Invoke): the transformed graph has no Return ",
+                                                "for its result ", r));
+      ids[r] = id;
     }
     // An Invoke inside a loop cannot be fetched, as no node of a loop body
     // can (dynamic mode: FindMainNode); its Returns are in the loop too.

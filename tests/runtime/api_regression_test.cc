@@ -95,6 +95,27 @@ TEST_P(InvokeFetchTest, StaticModeResolvesInvokesUnderEveryExecutorVariant) {
   });
 }
 
+TEST_P(InvokeFetchTest, AnInvokesOutputsWhenDevicePlacementRuns) {
+  // Static mode finds an Invoke's Returns by their positions in the
+  // transformed graph, or by name after placement (which may add nodes):
+  // both ways give the call's results.
+  const TwoResults two = BuildTwoResults();
+  for (bool place : {false, true}) {
+    SCOPED_TRACE(place ? "placement" : "no placement");
+    SessionOptions options;
+    options.num_workers = GetParam();
+    options.place_tensor_ops_on_gpu = place;
+    options.fallback_to_cpu = true;
+    auto s = MakeSession(two.graph, options);
+    ASSERT_NE(s, nullptr);
+    auto out = s->Run({{"x", I(7)}}, {two.invoke, two.port1, "sum"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->at(0).scalar<int64_t>(), 8);
+    EXPECT_EQ(out->at(1).scalar<int64_t>(), 6);
+    EXPECT_EQ(out->at(2).scalar<int64_t>(), 8);
+  }
+}
+
 TEST_P(InvokeFetchTest, ARecursiveCallsResultByItsInvoke) {
   // fact(n) = n <= 1 ? 1 : n * fact(n - 1); the main graph fetches the Invoke.
   GraphBuilder b;
