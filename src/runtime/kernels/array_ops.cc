@@ -260,6 +260,10 @@ class GatherKernel final : public OpKernel {
     const Tensor& indices = ctx.input(1);
     if (!params.valid()) return InvalidInputError(0);
     if (params.rank() == 0) return absl::InvalidArgumentError("Gather: params must have rank >= 1, got a scalar");
+    if ((axis_ == 0 || axis_ == -1) && params.rank() == 1 && indices.is_inline_scalar() && params.device().is_cpu() &&
+        GatherScalar(ctx, params, indices)) {
+      return absl::OkStatus();
+    }
     TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
     if (indices.dtype() == DType::kInt64) return Gather<int64_t>(ctx, params, indices, axis);
     if (indices.dtype() == DType::kInt32) return Gather<int32_t>(ctx, params, indices, axis);
@@ -268,6 +272,29 @@ class GatherKernel final : public OpKernel {
   }
 
  private:
+  // One element of a vector by a scalar index (a recursion reading its
+  // node's fields, thousands per TreeRNN run): an inline scalar, without the
+  // general path's shapes. False, having done nothing, for what it does not
+  // cover (an index out of range included: the general path reports it).
+  static bool GatherScalar(KernelContext& ctx, const Tensor& params, const Tensor& indices) {
+    int64_t i;
+    if (indices.dtype() == DType::kInt64) {
+      i = indices.scalar<int64_t>();
+    } else if (indices.dtype() == DType::kInt32) {
+      i = indices.scalar<int32_t>();
+    } else {
+      return false;
+    }
+    if (i < 0 || i >= params.num_elements()) return false;
+    switch (params.dtype()) {
+      case DType::kInt64: ctx.set_output(0, Tensor::Scalar<int64_t>(params.data<int64_t>()[i])); return true;
+      case DType::kInt32: ctx.set_output(0, Tensor::Scalar<int32_t>(params.data<int32_t>()[i])); return true;
+      case DType::kFloat32: ctx.set_output(0, Tensor::Scalar<float>(params.data<float>()[i])); return true;
+      case DType::kFloat64: ctx.set_output(0, Tensor::Scalar<double>(params.data<double>()[i])); return true;
+      default: return false;
+    }
+  }
+
   template <typename I>
   static absl::Status Gather(KernelContext& ctx, const Tensor& params, const Tensor& indices, int axis) {
     const Shape& ps = params.shape();
