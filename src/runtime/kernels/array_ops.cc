@@ -181,6 +181,7 @@ class ConcatKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     const int n = ctx.num_inputs();
     if (n < 1) return kernels::MinArityError(1, n);
+    if (n > 1 && (axis_ == 1 || axis_ == -1) && ConcatRows(ctx)) return absl::OkStatus();
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
     TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcat(ctx, axis_));
     const Tensor& first = ctx.input(0);
@@ -208,6 +209,33 @@ class ConcatKernel final : public OpKernel {
   }
 
  private:
+  // Row vectors [1, k_i] side by side (a TreeRNN node's [h_left, h_right, 1],
+  // two per node): one copy each, without the general path's geometry. False,
+  // having done nothing, for anything else (mismatches included: the
+  // general path reports them).
+  static bool ConcatRows(KernelContext& ctx) {
+    const int n = ctx.num_inputs();
+    const Tensor& first = ctx.input(0);
+    int64_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != first.dtype() || t.rank() != 2 || t.shape().dim(0) != 1 || !t.device().is_cpu()) return false;
+      total += t.shape().dim(1);
+    }
+    absl::StatusOr<Tensor> out = Tensor::Empty(first.dtype(), Shape({1, total}));
+    if (!out.ok()) return false;
+    const size_t elem = DTypeSize(first.dtype());
+    char* dst = static_cast<char*>(out->raw_mutable_data());
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      const size_t bytes = static_cast<size_t>(t.shape().dim(1)) * elem;
+      if (bytes > 0) std::memcpy(dst, t.raw_data(), bytes);
+      dst += bytes;
+    }
+    ctx.set_output(0, *std::move(out));
+    return true;
+  }
+
   const int64_t axis_;
 };
 
