@@ -197,9 +197,14 @@ class Buffer {
   static void operator delete(void* p);
 
  private:
+  friend class Tensor;  ///< Tensor::Empty puts a small tensor's Rep in the buffer's block
   Buffer(void* data, size_t bytes, Device device, Deleter deleter)
       : data_(data), bytes_(bytes), device_(device), deleter_(deleter) {}
   std::atomic<int32_t> refs_{1};
+  /// A small CPU buffer whose data follows it in one block: 1 (Allocate),
+  /// 2 when a tensor's Rep comes first in the block (Tensor::Empty). The
+  /// last Unref frees the block: one allocation instead of two or three.
+  uint8_t in_block_ = 0;
   void* data_;
   size_t bytes_;
   Device device_;
@@ -278,7 +283,7 @@ class Tensor {
   /// Whether it has a dtype (a default-constructed tensor has none).
   bool valid() const { return dtype_ != DType::kInvalid; }
   DType dtype() const { return dtype_; }
-  const Shape& shape() const;
+  const Shape& shape() const { return heap_ ? u_.rep->shape : ScalarShape(); }
   int rank() const { return heap_ ? u_.rep->shape.rank() : 0; }
   int64_t num_elements() const { return heap_ ? u_.rep->num_elements : (valid() ? 1 : 0); }
   bool is_scalar() const { return rank() == 0; }
@@ -346,6 +351,9 @@ class Tensor {
     static void* operator new(size_t bytes);  ///< as Buffer's
     static void operator delete(void* p);
     std::atomic<int32_t> refs{1};
+    /// In one block with its Buffer and data (Empty): the buffer's last
+    /// Unref frees it, not `delete`.
+    bool in_block = false;
     Shape shape;
     int64_t num_elements = 0;
     Buffer* buffer = nullptr;  ///< owned reference
@@ -372,7 +380,12 @@ class Tensor {
     if (heap_) ReleaseRep();
   }
   void ReleaseRep();
+  /// The shape of every inline scalar (out of line: built on first use).
+  static const Shape& ScalarShape();
   static Tensor MakeHeap(DType dtype, const Shape& shape, Buffer* buffer);
+  /// A small CPU tensor's Rep, Buffer and data in one block; null when out
+  /// of memory.
+  static Rep* MakeInBlock(const Shape& shape, size_t bytes);
 
   DType dtype_;
   uint8_t heap_;  ///< 1: rep_ is valid; 0: inline scalar in u_

@@ -132,7 +132,21 @@ void Buffer::operator delete(void* p) { FreeObject(p); }
 void* Tensor::Rep::operator new(size_t bytes) { return AllocateObject(bytes); }
 void Tensor::Rep::operator delete(void* p) { FreeObject(p); }
 
+// Small CPU tensors (a TreeRNN node's [1, 150] states, [4] index rows,
+// [1, 5] logits: thousands per run) take their Buffer and data in one block
+// from the allocator, not two; past this size the header is noise.
+constexpr size_t kBlockHeader = 64;  // keeps the data 64-byte aligned
+constexpr size_t kMaxInBlockBytes = 4096;
+static_assert(sizeof(Buffer) <= kBlockHeader, "Buffer must fit its block's header");
+
 Buffer* Buffer::Allocate(size_t bytes, Device device) {
+  if (device.is_cpu() && bytes <= kMaxInBlockBytes) {
+    void* block = AllocateAligned(kBlockHeader + (bytes == 0 ? 64 : bytes));
+    if (block == nullptr) return nullptr;
+    Buffer* b = ::new (block) Buffer(static_cast<char*>(block) + kBlockHeader, bytes, device, nullptr);
+    b->in_block_ = 1;
+    return b;
+  }
   if (device.is_cpu()) {
     void* p = AllocateAligned(bytes == 0 ? 64 : bytes);
     if (p == nullptr) return nullptr;
@@ -163,24 +177,58 @@ Buffer* Buffer::View(Buffer* parent, size_t offset, size_t bytes) {
 
 void Buffer::Unref() {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (in_block_ != 0) {  // no deleter, no parent: the block holds the buffer
+      void* block = in_block_ == 2 ? static_cast<void*>(reinterpret_cast<char*>(this) - kBlockHeader) : this;
+      this->~Buffer();
+      CpuFree(block, 0, Device::Cpu());
+      return;
+    }
     if (deleter_ != nullptr) deleter_(data_, bytes_, device_);
     if (parent_ != nullptr) parent_->Unref();
     delete this;
   }
 }
 
-const Shape& Tensor::shape() const {
+const Shape& Tensor::ScalarShape() {
   static const Shape* const kScalar = new Shape();
-  return heap_ ? u_.rep->shape : *kScalar;
+  return *kScalar;
 }
 
 void Tensor::ReleaseRep() {
   Rep* rep = u_.rep;
   heap_ = 0;
   if (rep->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    rep->buffer->Unref();
-    delete rep;
+    Buffer* buffer = rep->buffer;
+    if (rep->in_block) {
+      rep->~Rep();  // its memory goes with the buffer's block
+    } else {
+      delete rep;
+    }
+    buffer->Unref();
   }
+}
+
+// [Rep | Buffer | data], each part 64-byte aligned. The Rep holds a reference
+// to the Buffer until it dies, so the block, freed by the Buffer's last Unref,
+// outlives it; a Buffer shared further (a reshape, a view) keeps the block.
+Tensor::Rep* Tensor::MakeInBlock(const Shape& shape, size_t bytes) {
+  static_assert(sizeof(Rep) <= kBlockHeader, "Rep must fit its block's header");
+  char* block = static_cast<char*>(AllocateAligned(2 * kBlockHeader + (bytes == 0 ? 64 : bytes)));
+  if (block == nullptr) return nullptr;
+  Buffer* buffer = ::new (block + kBlockHeader) Buffer(block + 2 * kBlockHeader, bytes, Device::Cpu(), nullptr);
+  buffer->in_block_ = 2;
+  Rep* rep = ::new (block) Rep;
+  rep->in_block = true;
+  rep->buffer = buffer;
+  try {
+    rep->shape = shape;  // a long shape allocates
+  } catch (const std::bad_alloc&) {
+    rep->~Rep();
+    buffer->Unref();
+    throw;
+  }
+  rep->num_elements = shape.num_elements();
+  return rep;
 }
 
 Tensor Tensor::MakeHeap(DType dtype, const Shape& shape, Buffer* buffer) {
@@ -224,6 +272,16 @@ absl::StatusOr<Tensor> Tensor::Empty(DType dtype, const Shape& shape, Device dev
     return absl::ResourceExhaustedError(absl::StrCat("a ", DTypeName(dtype), " tensor of shape ", shape.DebugString(),
                                                      " needs more than 2^64 bytes"));
   size_t bytes = static_cast<size_t>(elements) * DTypeSize(dtype);
+  if (device.is_cpu() && bytes <= kMaxInBlockBytes) {
+    Rep* rep = MakeInBlock(shape, bytes);
+    if (rep == nullptr)
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes on ", device.ToString()));
+    Tensor t;
+    t.dtype_ = dtype;
+    t.heap_ = 1;
+    t.u_.rep = rep;
+    return t;
+  }
   Buffer* buffer = Buffer::Allocate(bytes, device);
   if (buffer == nullptr)
     return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes on ", device.ToString()));

@@ -100,6 +100,21 @@ TEST(ConcatKernel, Errors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Row vectors along axis 1 take a shorter path (ConcatRows): same values,
+// an empty part included, and shapes it does not cover still error.
+TEST(ConcatKernel, RowVectorsSideBySide) {
+  Tensor a = F64({1, 2}, {1, 2});
+  Tensor b = F64({3}, {1, 1});
+  Tensor e = F64({}, {1, 0});
+  EXPECT_TRUE(TensorEq(Run1("Concat", {a, e, b, a}, {{"axis", 1}}), F64({1, 2, 3, 1, 2}, {1, 5})));
+  EXPECT_TRUE(TensorEq(Run1("Concat", {b, a}, {{"axis", -1}}), F64({3, 1, 2}, {1, 3})));
+  EXPECT_TRUE(TensorEq(Run1("Concat", {I64({4}, {1, 1}), I64({5, 6}, {1, 2})}, {{"axis", 1}}), I64({4, 5, 6}, {1, 3})));
+  absl::Status s = RunError("Concat", {a, F64({1, 2, 3, 4}, {2, 2})}, {{"axis", 1}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("[2,2]"));
+  EXPECT_EQ(RunError("Concat", {a, I64({1, 2}, {1, 2})}, {{"axis", 1}}).code(), absl::StatusCode::kInvalidArgument);
+}
+
 AttrMap SliceAttrs(std::vector<int64_t> begin, std::vector<int64_t> size) {
   return {{"begin", std::move(begin)}, {"size", std::move(size)}};
 }
@@ -132,6 +147,21 @@ TEST(GatherKernel, RowsAndOtherAxes) {
                        F64({2, 2, 1, 1, 4, 4, 3, 3, 6, 6, 5, 5}, {3, 2, 2})));
   EXPECT_TRUE(TensorEq(Run1("Gather", {params, I64({0}, {1})}, {{"axis", -1}}), F64({1, 3, 5}, {3, 1})));
   EXPECT_EQ(Run1("Gather", {params, I64({}, {0})}).shape(), Shape({0, 2}));
+}
+
+// One element of a vector by a scalar index is an inline scalar
+// (GatherScalar); out of range, the general path names the index.
+TEST(GatherKernel, ScalarIndexIntoAVector) {
+  Tensor out = Run1("Gather", {I64({7, 8, 9}, {3}), Tensor::Scalar<int64_t>(2)});
+  EXPECT_TRUE(TensorEq(out, Tensor::Scalar<int64_t>(9)));
+  EXPECT_TRUE(out.is_inline_scalar());
+  EXPECT_TRUE(TensorEq(Run1("Gather", {F64({1.5, 2.5}, {2}), Tensor::Scalar<int32_t>(0)}), Tensor::Scalar<double>(1.5)));
+  EXPECT_TRUE(TensorEq(Run1("Gather", {I32({3, 4}, {2}), Tensor::Scalar<int64_t>(1)}, {{"axis", -1}}),
+                       Tensor::Scalar<int32_t>(4)));
+  EXPECT_THAT(RunError("Gather", {I64({7, 8, 9}, {3}), Tensor::Scalar<int64_t>(3)}).message(), HasSubstr("index 3"));
+  EXPECT_THAT(RunError("Gather", {I64({7, 8, 9}, {3}), Tensor::Scalar<int64_t>(-1)}).message(), HasSubstr("index -1"));
+  EXPECT_EQ(RunError("Gather", {I64({7, 8, 9}, {3}), Tensor::Scalar<int64_t>(0)}, {{"axis", 1}}).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(GatherKernel, BadIndexIsNamed) {

@@ -181,6 +181,7 @@ class ConcatKernel final : public OpKernel {
   absl::Status Compute(KernelContext& ctx) override {
     const int n = ctx.num_inputs();
     if (n < 1) return kernels::MinArityError(1, n);
+    if (n > 1 && (axis_ == 1 || axis_ == -1) && ConcatRows(ctx)) return absl::OkStatus();
     TDF_RETURN_IF_ERROR(kernels::CheckCpuInputs(ctx));
     TDF_ASSIGN_OR_RETURN(const kernels::ConcatGeometry g, kernels::CheckConcat(ctx, axis_));
     const Tensor& first = ctx.input(0);
@@ -208,6 +209,33 @@ class ConcatKernel final : public OpKernel {
   }
 
  private:
+  // Row vectors [1, k_i] side by side (a TreeRNN node's [h_left, h_right, 1],
+  // two per node): one copy each, without the general path's geometry. False,
+  // having done nothing, for anything else (mismatches included: the
+  // general path reports them).
+  static bool ConcatRows(KernelContext& ctx) {
+    const int n = ctx.num_inputs();
+    const Tensor& first = ctx.input(0);
+    int64_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.dtype() != first.dtype() || t.rank() != 2 || t.shape().dim(0) != 1 || !t.device().is_cpu()) return false;
+      total += t.shape().dim(1);
+    }
+    absl::StatusOr<Tensor> out = Tensor::Empty(first.dtype(), Shape({1, total}));
+    if (!out.ok()) return false;
+    const size_t elem = DTypeSize(first.dtype());
+    char* dst = static_cast<char*>(out->raw_mutable_data());
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx.input(i);
+      const size_t bytes = static_cast<size_t>(t.shape().dim(1)) * elem;
+      if (bytes > 0) std::memcpy(dst, t.raw_data(), bytes);
+      dst += bytes;
+    }
+    ctx.set_output(0, *std::move(out));
+    return true;
+  }
+
   const int64_t axis_;
 };
 
@@ -260,6 +288,10 @@ class GatherKernel final : public OpKernel {
     const Tensor& indices = ctx.input(1);
     if (!params.valid()) return InvalidInputError(0);
     if (params.rank() == 0) return absl::InvalidArgumentError("Gather: params must have rank >= 1, got a scalar");
+    if ((axis_ == 0 || axis_ == -1) && params.rank() == 1 && indices.is_inline_scalar() && params.device().is_cpu() &&
+        GatherScalar(ctx, params, indices)) {
+      return absl::OkStatus();
+    }
     TDF_ASSIGN_OR_RETURN(int axis, kernels::NormalizeAxis(axis_, params.rank()));
     if (indices.dtype() == DType::kInt64) return Gather<int64_t>(ctx, params, indices, axis);
     if (indices.dtype() == DType::kInt32) return Gather<int32_t>(ctx, params, indices, axis);
@@ -268,6 +300,29 @@ class GatherKernel final : public OpKernel {
   }
 
  private:
+  // One element of a vector by a scalar index (a recursion reading its
+  // node's fields, thousands per TreeRNN run): an inline scalar, without the
+  // general path's shapes. False, having done nothing, for what it does not
+  // cover (an index out of range included: the general path reports it).
+  static bool GatherScalar(KernelContext& ctx, const Tensor& params, const Tensor& indices) {
+    int64_t i;
+    if (indices.dtype() == DType::kInt64) {
+      i = indices.scalar<int64_t>();
+    } else if (indices.dtype() == DType::kInt32) {
+      i = indices.scalar<int32_t>();
+    } else {
+      return false;
+    }
+    if (i < 0 || i >= params.num_elements()) return false;
+    switch (params.dtype()) {
+      case DType::kInt64: ctx.set_output(0, Tensor::Scalar<int64_t>(params.data<int64_t>()[i])); return true;
+      case DType::kInt32: ctx.set_output(0, Tensor::Scalar<int32_t>(params.data<int32_t>()[i])); return true;
+      case DType::kFloat32: ctx.set_output(0, Tensor::Scalar<float>(params.data<float>()[i])); return true;
+      case DType::kFloat64: ctx.set_output(0, Tensor::Scalar<double>(params.data<double>()[i])); return true;
+      default: return false;
+    }
+  }
+
   template <typename I>
   static absl::Status Gather(KernelContext& ctx, const Tensor& params, const Tensor& indices, int axis) {
     const Shape& ps = params.shape();
